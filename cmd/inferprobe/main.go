@@ -1,0 +1,73 @@
+// Command inferprobe measures LLM inference servers: it generates load against an
+// OpenAI-compatible Chat Completions endpoint, records every request in a JSONL artifact,
+// and joins the server's own telemetry to it. See the README for the verbs.
+//
+// Exit codes (all verbs): 0 ok, 1 unexpected, 2 unusable setting (checked before anything
+// is sent or written), 3 findings (e.g. no measured request succeeded), 5 unreadable or
+// invalid input file, 130 interrupted.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+)
+
+// Exit codes shared by every verb (DESIGN.md, "Contracts").
+const (
+	exitOK          = 0
+	exitUnexpected  = 1
+	exitUsage       = 2
+	exitFindings    = 3
+	exitBadInput    = 5
+	exitInterrupted = 130
+)
+
+// exitError carries a process exit code through cobra's error return.
+type exitError struct {
+	code int
+	err  error // nil: exit silently with code
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageErrorf returns an exit-2 error: an unusable setting.
+func usageErrorf(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// withCode wraps err so that the process exits with code.
+func withCode(code int, err error) error {
+	return &exitError{code: code, err: err}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// run executes the command line args and returns the process exit code.
+func run(args []string) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintf(os.Stderr, "Error: %v\n", ee.err)
+		}
+		return ee.code
+	}
+	// cobra's own flag-parsing errors are usage errors.
+	fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+	return exitUsage
+}

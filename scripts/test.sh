@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The README's test command: installs what the tests need, then runs every test.
+# Usage: bash scripts/test.sh            (from the repository root)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian packages the tests need (none yet beyond Go; later: prometheus for promtool).
+need_pkgs=()
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  if command -v apt-get >/dev/null 2>&1; then
+    missing=()
+    for p in "${need_pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+    if [ ${#missing[@]} -gt 0 ]; then
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+    fi
+  fi
+fi
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then echo "gofmt would change:"; echo "$unformatted"; exit 1; fi
+echo "== go vet"
+go vet ./...
+echo "== go test -race"
+go test -race -count=1 -timeout 20m ./...
