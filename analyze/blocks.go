@@ -1,0 +1,362 @@
+package analyze
+
+import (
+	"math"
+	"sort"
+)
+
+// Spread95 is a {p50, p95, max} summary; each nil without values.
+type Spread95 struct {
+	P50 *float64 `json:"p50"`
+	P95 *float64 `json:"p95"`
+	Max *float64 `json:"max"`
+}
+
+// Spread4 is a {min, p50, p95, max} summary; each nil without values.
+type Spread4 struct {
+	Min *float64 `json:"min"`
+	P50 *float64 `json:"p50"`
+	P95 *float64 `json:"p95"`
+	Max *float64 `json:"max"`
+}
+
+func spread95(values []float64) Spread95 {
+	if len(values) == 0 {
+		return Spread95{}
+	}
+	s := sortedCopy(values)
+	return Spread95{P50: quantilePtr(s, 0.5), P95: quantilePtr(s, 0.95), Max: f64Ptr(s[len(s)-1])}
+}
+
+func spread4(values []float64) Spread4 {
+	if len(values) == 0 {
+		return Spread4{}
+	}
+	s := sortedCopy(values)
+	return Spread4{Min: f64Ptr(s[0]), P50: quantilePtr(s, 0.5), P95: quantilePtr(s, 0.95), Max: f64Ptr(s[len(s)-1])}
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// Arrivals is a case's arrivals block (stormlog.md §2.6; seed "Arrivals"): what was offered,
+// sent, completed (status ok), dropped and held for a slot (dropped excluded), failures by
+// status (ok and dropped excluded), the highest recorded in_flight_at_dispatch, the offered
+// rate (N−1)/(last intended − first intended) (nil for a closed loop, fewer than two intents
+// or all at one instant), dispatch-lag percentiles (ms), and the window and drain lengths (s).
+type Arrivals struct {
+	Mode                 string         `json:"mode"`
+	Offered              int            `json:"offered"`
+	Sent                 int            `json:"sent"`
+	Completed            int            `json:"completed"`
+	Dropped              int            `json:"dropped"`
+	Failed               map[string]int `json:"failed"`
+	HeldForSlot          int            `json:"held_for_slot"`
+	PeakInFlight         *int64         `json:"peak_in_flight"`
+	OfferedRatePerSecond *float64       `json:"offered_rate_per_second"`
+	DispatchLagMs        Spread95       `json:"dispatch_lag_ms"`
+	WindowSeconds        *float64       `json:"window_seconds"`
+	DrainSeconds         *float64       `json:"drain_seconds"`
+}
+
+// ArrivalMode returns the one arrival mode of the requests ("closed" for records without
+// one), "mixed" when they differ, or the window's mode (else "closed") without requests.
+func ArrivalMode(requests []Request, w *PhaseWindow) string {
+	mode := ""
+	for i := range requests {
+		m := requests[i].ArrivalMode
+		if m == "" {
+			m = ModeClosed
+		}
+		if mode == "" {
+			mode = m
+		} else if m != mode {
+			return "mixed"
+		}
+	}
+	if mode == "" {
+		if w != nil && w.ArrivalMode != "" {
+			return w.ArrivalMode
+		}
+		return ModeClosed
+	}
+	return mode
+}
+
+// ArrivalsOf computes the arrivals block.
+func ArrivalsOf(requests []Request, w *PhaseWindow) Arrivals {
+	a := Arrivals{Mode: ArrivalMode(requests, w), Offered: len(requests), Failed: map[string]int{}}
+	var lags []float64
+	var intents []int64
+	for i := range requests {
+		r := &requests[i]
+		switch r.Status {
+		case StatusOK:
+			a.Completed++
+		case StatusDropped:
+			a.Dropped++
+		default:
+			a.Failed[r.Status]++
+		}
+		if r.HeldForSlot && r.Status != StatusDropped {
+			a.HeldForSlot++
+		}
+		if r.InFlightAtDispatch != nil && (a.PeakInFlight == nil || *r.InFlightAtDispatch > *a.PeakInFlight) {
+			a.PeakInFlight = i64Ptr(*r.InFlightAtDispatch)
+		}
+		if r.DispatchLagMs != nil && finite(*r.DispatchLagMs) {
+			lags = append(lags, *r.DispatchLagMs)
+		}
+		if r.IntendedAtNs != nil {
+			intents = append(intents, *r.IntendedAtNs)
+		}
+	}
+	a.Sent = a.Offered - a.Dropped
+	if a.Mode != ModeClosed && len(intents) >= 2 {
+		lo, hi := intents[0], intents[0]
+		for _, t := range intents {
+			lo, hi = min(lo, t), max(hi, t)
+		}
+		if hi > lo {
+			a.OfferedRatePerSecond = f64Ptr(float64(len(intents)-1) / (float64(hi-lo) / 1e9))
+		}
+	}
+	a.DispatchLagMs = spread95(lags)
+	if w != nil && w.StartedAtNs != nil && w.WindowEndedAtNs != nil && w.DrainedAtNs != nil {
+		a.WindowSeconds = f64Ptr(float64(max(*w.WindowEndedAtNs-*w.StartedAtNs, 0)) / 1e9)
+		a.DrainSeconds = f64Ptr(float64(max(*w.DrainedAtNs-*w.WindowEndedAtNs, 0)) / 1e9)
+	}
+	return a
+}
+
+// MinMax is a {min, max} summary of integers; each nil without values.
+type MinMax struct {
+	Min *int64 `json:"min"`
+	Max *int64 `json:"max"`
+}
+
+// Prompts is a case's prompts block: the prompt mode(s), how many distinct prompts
+// (prompt_digest, else prompt_id) and prefix groups the measured requests used, the range of
+// shared prefix lengths, and the phase window's prompts_digest.
+type Prompts struct {
+	Mode               *string `json:"mode"`
+	DistinctPrompts    int     `json:"distinct_prompts"`
+	PrefixGroupsUsed   int     `json:"prefix_groups_used"`
+	SharedPrefixTokens MinMax  `json:"shared_prefix_tokens"`
+	PromptsDigest      *string `json:"prompts_digest"`
+}
+
+// PromptsOf computes the prompts block.
+func PromptsOf(requests []Request, w *PhaseWindow) Prompts {
+	var p Prompts
+	digests := map[string]struct{}{}
+	promptIDs := map[string]struct{}{}
+	groups := map[int64]struct{}{}
+	mode := ""
+	for i := range requests {
+		r := &requests[i]
+		if r.PromptMode != "" {
+			if mode == "" {
+				mode = r.PromptMode
+			} else if mode != r.PromptMode {
+				mode = "mixed"
+			}
+		}
+		switch {
+		case r.PromptDigest != nil:
+			digests[*r.PromptDigest] = struct{}{}
+		case r.PromptID != nil:
+			promptIDs[*r.PromptID] = struct{}{}
+		}
+		if r.PrefixGroup != nil {
+			groups[*r.PrefixGroup] = struct{}{}
+		}
+		if t := r.SharedPrefixTokens; t != nil {
+			if p.SharedPrefixTokens.Min == nil || *t < *p.SharedPrefixTokens.Min {
+				p.SharedPrefixTokens.Min = i64Ptr(*t)
+			}
+			if p.SharedPrefixTokens.Max == nil || *t > *p.SharedPrefixTokens.Max {
+				p.SharedPrefixTokens.Max = i64Ptr(*t)
+			}
+		}
+	}
+	if mode != "" {
+		p.Mode = strPtr(mode)
+	}
+	p.DistinctPrompts = len(digests) + len(promptIDs)
+	p.PrefixGroupsUsed = len(groups)
+	if w != nil {
+		p.PromptsDigest = w.PromptsDigest
+	}
+	return p
+}
+
+// ChunkGaps is a {p50, p95, max, n} summary of chunk gaps in ms.
+type ChunkGaps struct {
+	P50 *float64 `json:"p50"`
+	P95 *float64 `json:"p95"`
+	Max *float64 `json:"max"`
+	N   int      `json:"n"`
+}
+
+// ChunkNote is the streaming block's note. Chunk gaps are chunk-level timing: a chunk can
+// carry several tokens, so they are never reported as token-level latency.
+const ChunkNote = "chunk-level timing: a streamed chunk can carry several tokens, so chunk gaps are not token-level latencies"
+
+// Streaming is a case's chunk-level streaming block over its successful streamed responses
+// with a TTFT: content chunks per response (gaps + 1), the gaps between content chunks (ms),
+// and the mean tokens per chunk over the responses whose output tokens the server reported
+// (nil without any).
+type Streaming struct {
+	Granularity              string    `json:"granularity"`
+	Responses                int       `json:"responses"`
+	ContentChunksPerResponse Spread95  `json:"content_chunks_per_response"`
+	ChunkInterarrivalMs      ChunkGaps `json:"chunk_interarrival_ms"`
+	MeanTokensPerChunk       *float64  `json:"mean_tokens_per_chunk"`
+	Note                     string    `json:"note"`
+}
+
+// StreamingOf computes the streaming block.
+func StreamingOf(requests []Request) Streaming {
+	s := Streaming{Granularity: "chunk", Note: ChunkNote}
+	responses, totalGaps := 0, 0
+	for i := range requests {
+		if r := &requests[i]; r.Status == StatusOK && r.Stream && r.TTFTMs != nil {
+			responses++
+			totalGaps += len(r.ChunkGapsMs)
+		}
+	}
+	chunks := make([]float64, 0, responses)
+	gaps := make([]float64, 0, totalGaps)
+	var tokens, counted int64
+	for i := range requests {
+		r := &requests[i]
+		if r.Status != StatusOK || !r.Stream || r.TTFTMs == nil {
+			continue
+		}
+		s.Responses++
+		n := 0
+		for _, g := range r.ChunkGapsMs {
+			if finite(g) {
+				gaps = append(gaps, g)
+				n++
+			}
+		}
+		chunks = append(chunks, float64(n+1))
+		if r.OutputTokenSource == "server_usage" && r.OutputTokens != nil {
+			tokens += *r.OutputTokens
+			counted += int64(len(r.ChunkGapsMs) + 1)
+		}
+	}
+	s.ContentChunksPerResponse = spread95(chunks)
+	g := spread95(gaps)
+	s.ChunkInterarrivalMs = ChunkGaps{P50: g.P50, P95: g.P95, Max: g.Max, N: len(gaps)}
+	if counted > 0 {
+		s.MeanTokensPerChunk = f64Ptr(float64(tokens) / float64(counted))
+	}
+	return s
+}
+
+// Tokens is a case's token totals over its successful requests, and the sources of their
+// output token counts (sorted; "unknown" for records without one).
+type Tokens struct {
+	OutputTokens       int64    `json:"output_tokens"`
+	TotalTokens        int64    `json:"total_tokens"`
+	OutputTokenSources []string `json:"output_token_sources"`
+}
+
+// Lengths are the prompt and output token distributions of the completed requests.
+type Lengths struct {
+	PromptTokens Spread4 `json:"prompt_tokens"`
+	OutputTokens Spread4 `json:"output_tokens"`
+}
+
+// TokensOf computes the tokens and lengths blocks over the successful requests.
+func TokensOf(requests []Request) (Tokens, Lengths) {
+	t := Tokens{OutputTokenSources: []string{}}
+	sources := map[string]struct{}{}
+	var prompt, output []float64
+	for i := range requests {
+		r := &requests[i]
+		if r.Status != StatusOK {
+			continue
+		}
+		if r.OutputTokens != nil {
+			t.OutputTokens += *r.OutputTokens
+			output = append(output, float64(*r.OutputTokens))
+		}
+		if r.TotalTokens != nil {
+			t.TotalTokens += *r.TotalTokens
+		}
+		if r.PromptTokens != nil {
+			prompt = append(prompt, float64(*r.PromptTokens))
+		}
+		src := r.OutputTokenSource
+		if src == "" {
+			src = "unknown"
+		}
+		sources[src] = struct{}{}
+	}
+	for s := range sources {
+		t.OutputTokenSources = append(t.OutputTokenSources, s)
+	}
+	sort.Strings(t.OutputTokenSources)
+	return t, Lengths{PromptTokens: spread4(prompt), OutputTokens: spread4(output)}
+}
+
+// LegacyLatency is the report's quick latency_ms block over successful requests (ms, linear
+// interpolation): e2e, e2e_from_intended and ttft at p50/p95/p99, first chunk at p50/p95.
+// Keys are fixed; values nil without data.
+func LegacyLatency(requests []Request) map[string]*float64 {
+	ok := 0
+	for i := range requests {
+		if requests[i].Status == StatusOK {
+			ok++
+		}
+	}
+	e2e, fromIntended := make([]float64, 0, ok), make([]float64, 0, ok)
+	ttft, first := make([]float64, 0, ok), make([]float64, 0, ok)
+	for i := range requests {
+		r := &requests[i]
+		if r.Status != StatusOK {
+			continue
+		}
+		if r.E2EMs != nil && finite(*r.E2EMs) {
+			e2e = append(e2e, *r.E2EMs)
+		}
+		if r.IntendedAtNs != nil && r.EndedAtNs != nil {
+			fromIntended = append(fromIntended, float64(*r.EndedAtNs-*r.IntendedAtNs)/1e6)
+		}
+		if r.TTFTMs != nil && finite(*r.TTFTMs) {
+			ttft = append(ttft, *r.TTFTMs)
+		}
+		if r.FirstChunkMs != nil && finite(*r.FirstChunkMs) {
+			first = append(first, *r.FirstChunkMs)
+		}
+	}
+	out := map[string]*float64{}
+	put := func(name string, values []float64, levels ...int) {
+		s := sortedCopy(values)
+		for _, l := range levels {
+			out[name+"_p"+itoa(l)] = quantilePtr(s, float64(l)/100)
+		}
+	}
+	put("e2e", e2e, 50, 95, 99)
+	put("e2e_from_intended", fromIntended, 50, 95, 99)
+	put("ttft", ttft, 50, 95, 99)
+	put("first_chunk", first, 50, 95)
+	return out
+}
+
+func itoa(v int) string {
+	if v == 0 {
+		return "0"
+	}
+	var b [20]byte
+	i := len(b)
+	for v > 0 {
+		i--
+		b[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return string(b[i:])
+}

@@ -1,0 +1,224 @@
+package analyze
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// RenderText writes the text report: a header (totals, failures by status, failure rate,
+// workload digest, memory scope, the session status when it did not complete, the SLO
+// policy) and then, per case, one summary line and the optional lines of the contract
+// (stormlog.md §2.6 "Text report"): the rates line naming the interval used, an invalid
+// cohort, arrivals (open loops, or closed loops with drops or failures, with the
+// E2E-from-intended p95 for open loops), prompts (non-repeat modes), cache (cold or reset)
+// and the SLO line, e.g.
+//
+//	SLO cli: attainment 96.0%-98.5% of 200 offered, goodput 9.60-9.85 req/s, 5 unknown
+func RenderText(w io.Writer, r *Report) error {
+	if r == nil {
+		return errNoReport
+	}
+	b := bufio.NewWriter(w)
+	s := r.Summary
+	fmt.Fprintln(b, "Inference Profile Analysis")
+	fmt.Fprintln(b, strings.Repeat("-", 28))
+	fmt.Fprintf(b, "Total requests: %d\n", s.TotalRequests)
+	fmt.Fprintf(b, "Successful requests: %d\n", s.SuccessfulRequests)
+	fmt.Fprintf(b, "Failed requests: %d%s\n", s.FailedRequests, failureBreakdown(s.FailuresByStatus))
+	if s.FailureRate != nil {
+		fmt.Fprintf(b, "Failure rate: %.2f%%\n", *s.FailureRate*100)
+	} else {
+		fmt.Fprintln(b, "Failure rate: -")
+	}
+	if d, ok := r.Workload["workload_digest"].(string); ok && d != "" {
+		fmt.Fprintf(b, "Workload digest: %s (seed %v)\n", d, r.Workload["seed"])
+	}
+	fmt.Fprintln(b, "Memory observations: client-local")
+	if s.SessionStatus != nil && *s.SessionStatus != "completed" {
+		fmt.Fprintf(b, "Session status: %s\n", *s.SessionStatus)
+	}
+	if r.SLO != nil {
+		fmt.Fprintf(b, "SLO policy: %s (digest %s, from %s)\n", r.SLO.Name, short(r.SLO.Digest), r.SLO.Source)
+	}
+	if len(r.Cases) > 0 {
+		fmt.Fprintln(b)
+		fmt.Fprintln(b, "Cases:")
+		ids := make([]string, 0, len(r.Cases))
+		for id := range r.Cases {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			for _, line := range caseLines(id, r.Cases[id]) {
+				fmt.Fprintln(b, line)
+			}
+		}
+	}
+	return b.Flush()
+}
+
+func short(digest string) string {
+	if len(digest) > 12 {
+		return digest[:12]
+	}
+	return digest
+}
+
+func failureBreakdown(by map[string]int) string {
+	if len(by) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(by))
+	for k := range by {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, by[k])
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// num formats a nullable figure with two decimals, "-" when nil.
+func num(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", *v)
+}
+
+var kindWords = map[string]string{
+	KindScheduledWindow: "scheduled window",
+	KindMeasuredSpan:    "measured span",
+	KindRequestSpan:     "request span",
+	KindDispatchWindow:  "dispatch window",
+	KindDrain:           "drain",
+}
+
+func words(s string) string {
+	if w, ok := kindWords[s]; ok {
+		return w
+	}
+	return strings.ReplaceAll(s, "_", " ")
+}
+
+func caseLines(id string, c *CaseReport) []string {
+	lines := []string{fmt.Sprintf("- %s: p50 E2E=%s ms, p95 E2E=%s ms, p50 TTFT=%s ms, output=%s tok/s, requests=%s req/s",
+		id, num(c.LatencyMs["e2e_p50"]), num(c.LatencyMs["e2e_p95"]), num(c.LatencyMs["ttft_p50"]),
+		num(c.Throughput.OutputTokensPerSecond), num(c.Throughput.RequestsPerSecond))}
+	lines = append(lines, "  "+ratesLine(c.Intervals))
+	if !c.Population.CohortValid {
+		lines = append(lines, "  cohort invalid: "+strings.Join(c.Population.Issues, ", "))
+	}
+	lines = append(lines, arrivalLines(c)...)
+	if p := c.Prompts; p.Mode != nil && *p.Mode != "repeat" {
+		line := fmt.Sprintf("  prompts: %s, %d distinct, %d prefix groups", *p.Mode, p.DistinctPrompts, p.PrefixGroupsUsed)
+		if p.SharedPrefixTokens.Min != nil {
+			line += fmt.Sprintf(", shared prefix %d-%d tokens", *p.SharedPrefixTokens.Min, *p.SharedPrefixTokens.Max)
+		}
+		lines = append(lines, line)
+	}
+	if cache := c.Cache; cache.Requested == "cold" || cache.Reset != nil {
+		kind := "null"
+		if cache.RunKind != nil {
+			kind = *cache.RunKind
+		}
+		lines = append(lines, fmt.Sprintf("  cache: %s requested, %s (%s); run kind %s", cache.Requested, cache.Verified, cache.Reason, kind))
+	}
+	if c.SLO != nil {
+		lines = append(lines, "  "+SLOLine(c.SLO))
+	}
+	return lines
+}
+
+func ratesLine(iv Intervals) string {
+	if iv.Rate == nil {
+		reason := "unknown"
+		if iv.RateReason != nil {
+			reason = *iv.RateReason
+		}
+		return fmt.Sprintf("no rate interval (%s)", reason)
+	}
+	if iv.Rate.Seconds == nil {
+		return fmt.Sprintf("no rates: the %s has no length", words(iv.Rate.Kind))
+	}
+	line := fmt.Sprintf("rates per %s of %.2f s (%s)", words(iv.Rate.Kind), *iv.Rate.Seconds, words(iv.Rate.NumeratorCohort))
+	if iv.RateReason != nil {
+		line += fmt.Sprintf(", %s", *iv.RateReason)
+	}
+	return line
+}
+
+func arrivalLines(c *CaseReport) []string {
+	a := c.Arrivals
+	eventful := a.Dropped > 0 || len(a.Failed) > 0
+	if a.Mode == ModeClosed && !eventful {
+		return nil
+	}
+	parts := []string{a.Mode, fmt.Sprintf("offered %d", a.Offered), fmt.Sprintf("sent %d", a.Sent)}
+	if a.Dropped > 0 {
+		parts = append(parts, fmt.Sprintf("dropped %d", a.Dropped))
+	}
+	if a.HeldForSlot > 0 {
+		parts = append(parts, fmt.Sprintf("held for a slot %d", a.HeldForSlot))
+	}
+	statuses := make([]string, 0, len(a.Failed))
+	for s := range a.Failed {
+		statuses = append(statuses, s)
+	}
+	sort.Strings(statuses)
+	for _, s := range statuses {
+		parts = append(parts, fmt.Sprintf("%s %d", s, a.Failed[s]))
+	}
+	if a.PeakInFlight != nil {
+		parts = append(parts, fmt.Sprintf("peak in flight %d", *a.PeakInFlight))
+	}
+	if a.DispatchLagMs.P95 != nil {
+		parts = append(parts, fmt.Sprintf("dispatch lag p95 %.2f ms", *a.DispatchLagMs.P95))
+	}
+	if due := c.LatencyMs["e2e_from_intended_p95"]; a.Mode != ModeClosed && due != nil {
+		parts = append(parts, fmt.Sprintf("E2E-from-intended p95 %.2f ms", *due))
+	}
+	return []string{"  arrivals: " + strings.Join(parts, ", ")}
+}
+
+// SLOLine is a case's SLO line of the text report: attainment as a range of percentages
+// (one value when the bounds are equal) of the offered requests, goodput in req/s (a range
+// likewise; "no rate interval" without one), and the unknown count when there are any; or
+// "unmeasurable (<reason>)".
+func SLOLine(e *Evaluation) string {
+	head := "SLO " + e.SLOName + ": "
+	if e.Status == EvaluationUnmeasurable {
+		reason := ""
+		if e.Reason != nil {
+			reason = *e.Reason
+		}
+		return head + fmt.Sprintf("unmeasurable (%s) over %d offered", reason, e.Offered)
+	}
+	line := head + "attainment " + bounds(e.AttainmentLower, e.AttainmentUpper, func(v float64) string { return fmt.Sprintf("%.1f%%", v*100) }) +
+		fmt.Sprintf(" of %d offered", e.Offered)
+	if e.GoodputLowerRPS == nil {
+		line += ", goodput - (no rate interval)"
+	} else {
+		line += ", goodput " + bounds(e.GoodputLowerRPS, e.GoodputUpperRPS, func(v float64) string { return fmt.Sprintf("%.2f", v) }) + " req/s"
+	}
+	if e.Unknown > 0 {
+		line += fmt.Sprintf(", %d unknown", e.Unknown)
+	}
+	return line
+}
+
+func bounds(lo, hi *float64, f func(float64) string) string {
+	if lo == nil || hi == nil {
+		return "-"
+	}
+	a, b := f(*lo), f(*hi)
+	if a == b {
+		return a
+	}
+	return a + "-" + b
+}

@@ -1,0 +1,531 @@
+package artifact
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
+
+// decodeRequestFast decodes an infer.request v1 line into r without
+// reflection, with a handful of allocations instead of one per field. It
+// handles exactly the JSON that MarshalLine writes (and any whitespace,
+// order, duplicates and escapes), and gives up — returning false, leaving r
+// in an unspecified state — on anything else: an unknown or differently
+// cased key, a value of an unexpected type, an integer spelled as a float,
+// a number out of range, invalid UTF-8, invalid JSON. The caller then
+// decodes the line with encoding/json, which produces the result or the
+// error. When it returns true, r equals what json.Unmarshal produces
+// (FuzzRequestFastPath checks this).
+func decodeRequestFast(data []byte, r *Request) bool {
+	var d reqDecoder
+	d.data = data
+	d.refs = d.refsArr[:0]
+	d.strBuf = d.bufArr[:0]
+	d.ws()
+	if !d.consume('{') {
+		return false
+	}
+	d.ws()
+	if d.consume('}') {
+		return d.end(r)
+	}
+	for {
+		d.ws()
+		key, ok := d.key()
+		if !ok {
+			return false
+		}
+		d.ws()
+		if !d.consume(':') {
+			return false
+		}
+		d.ws()
+		if !d.field(r, key) {
+			return false
+		}
+		d.ws()
+		if d.consume(',') {
+			continue
+		}
+		if d.consume('}') {
+			return d.end(r)
+		}
+		return false
+	}
+}
+
+type strRef struct {
+	dst        *string
+	pdst       **string
+	start, end int
+	null       bool
+}
+
+type reqDecoder struct {
+	refsArr [24]strRef // backing arrays on the decoder's (stack) frame
+	bufArr  [512]byte
+	data    []byte
+	pos     int
+	strBuf  []byte
+	refs    []strRef
+	ints    []int64
+	floats  []float64
+	bools   []bool
+}
+
+func (d *reqDecoder) field(r *Request, key []byte) bool {
+	switch string(key) {
+	case "event_type":
+		_, _, ok := d.stringToken()
+		return ok
+	case "schema_version":
+		_, ok := d.intLit()
+		return ok
+	case "session_id":
+		return d.str(&r.SessionID)
+	case "request_id":
+		return d.str(&r.RequestID)
+	case "case_id":
+		return d.str(&r.CaseID)
+	case "phase":
+		return d.str(&r.Phase)
+	case "timestamp_ns":
+		return d.intPtr(&r.TimestampNS)
+	case "started_at_ns":
+		return d.intPtr(&r.StartedAtNS)
+	case "ended_at_ns":
+		return d.intPtr(&r.EndedAtNS)
+	case "endpoint":
+		return d.str(&r.Endpoint)
+	case "model":
+		return d.str(&r.Model)
+	case "concurrency":
+		return d.intPtr(&r.Concurrency)
+	case "max_in_flight":
+		return d.intPtr(&r.MaxInFlight)
+	case "target_input_tokens":
+		return d.integer(&r.TargetInputTokens)
+	case "target_output_tokens":
+		return d.integer(&r.TargetOutputTokens)
+	case "stream":
+		return d.boolean(&r.Stream)
+	case "status":
+		return d.str(&r.Status)
+	case "e2e_latency_ms":
+		return d.floatPtr(&r.E2ELatencyMS)
+	case "ttft_ms":
+		return d.floatPtr(&r.TTFTMS)
+	case "first_chunk_latency_ms":
+		return d.floatPtr(&r.FirstChunkLatencyMS)
+	case "chunk_interarrival_ms":
+		return d.floatSlice(&r.ChunkInterarrivalMS)
+	case "prompt_tokens":
+		return d.intPtr(&r.PromptTokens)
+	case "prompt_token_source":
+		return d.str(&r.PromptTokenSource)
+	case "prompt_token_exact":
+		return d.boolean(&r.PromptTokenExact)
+	case "output_tokens":
+		return d.intPtr(&r.OutputTokens)
+	case "output_token_source":
+		return d.str(&r.OutputTokenSource)
+	case "output_token_exact":
+		return d.boolean(&r.OutputTokenExact)
+	case "total_tokens":
+		return d.intPtr(&r.TotalTokens)
+	case "finish_reason":
+		return d.strPtr(&r.FinishReason)
+	case "error_type":
+		return d.strPtr(&r.ErrorType)
+	case "error_message":
+		return d.strPtr(&r.ErrorMessage)
+	case "http_status":
+		return d.intPtr(&r.HTTPStatus)
+	case "arrival_mode":
+		return d.str(&r.ArrivalMode)
+	case "request_index":
+		return d.intPtr(&r.RequestIndex)
+	case "intended_at_ns":
+		return d.intPtr(&r.IntendedAtNS)
+	case "dispatch_lag_ms":
+		return d.floatPtr(&r.DispatchLagMS)
+	case "held_for_slot":
+		return d.boolPtr(&r.HeldForSlot)
+	case "in_flight_at_dispatch":
+		return d.intPtr(&r.InFlightAtDispatch)
+	case "prompt_mode":
+		return d.str(&r.PromptMode)
+	case "prompt_id":
+		return d.strPtr(&r.PromptID)
+	case "prefix_group":
+		return d.intPtr(&r.PrefixGroup)
+	case "shared_prefix_tokens":
+		return d.intPtr(&r.SharedPrefixTokens)
+	case "prompt_digest":
+		return d.strPtr(&r.PromptDigest)
+	case "x_request_id":
+		return d.strPtr(&r.XRequestID)
+	case "trace_id":
+		return d.strPtr(&r.TraceID)
+	case "first_answer_ms":
+		return d.floatPtr(&r.FirstAnswerMS)
+	}
+	return false // unknown or differently cased: encoding/json decides
+}
+
+// end checks nothing follows the object and assigns the strings, all cut
+// from one allocation.
+func (d *reqDecoder) end(_ *Request) bool {
+	d.ws()
+	if d.pos != len(d.data) {
+		return false
+	}
+	if len(d.refs) == 0 {
+		return true
+	}
+	all := string(d.strBuf)
+	var slab []string
+	for _, ref := range d.refs {
+		if ref.dst != nil {
+			*ref.dst = all[ref.start:ref.end]
+			continue
+		}
+		if ref.null {
+			*ref.pdst = nil
+			continue
+		}
+		if slab == nil {
+			slab = make([]string, 0, 8)
+		}
+		if len(slab) < cap(slab) {
+			slab = append(slab, all[ref.start:ref.end])
+			*ref.pdst = &slab[len(slab)-1]
+		} else {
+			*ref.pdst = Ptr(all[ref.start:ref.end])
+		}
+	}
+	return true
+}
+
+func (d *reqDecoder) ws() {
+	for d.pos < len(d.data) {
+		switch d.data[d.pos] {
+		case ' ', '\t', '\n', '\r':
+			d.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (d *reqDecoder) consume(c byte) bool {
+	if d.pos < len(d.data) && d.data[d.pos] == c {
+		d.pos++
+		return true
+	}
+	return false
+}
+
+func (d *reqDecoder) null() bool {
+	if bytes.HasPrefix(d.data[d.pos:], []byte("null")) {
+		d.pos += 4
+		return true
+	}
+	return false
+}
+
+// key reads an object key without escapes or non-ASCII bytes.
+func (d *reqDecoder) key() ([]byte, bool) {
+	if !d.consume('"') {
+		return nil, false
+	}
+	start := d.pos
+	for d.pos < len(d.data) {
+		c := d.data[d.pos]
+		if c == '"' {
+			d.pos++
+			return d.data[start : d.pos-1], true
+		}
+		if c == '\\' || c < 0x20 || c >= 0x80 {
+			return nil, false
+		}
+		d.pos++
+	}
+	return nil, false
+}
+
+// stringToken reads a JSON string and appends its value to strBuf,
+// returning the value's span there.
+func (d *reqDecoder) stringToken() (int, int, bool) {
+	if !d.consume('"') {
+		return 0, 0, false
+	}
+	start := d.pos
+	plain := true
+	for d.pos < len(d.data) {
+		c := d.data[d.pos]
+		switch {
+		case c == '"':
+			d.pos++
+			raw := d.data[start : d.pos-1]
+			if plain {
+				s := len(d.strBuf)
+				d.strBuf = append(d.strBuf, raw...)
+				return s, len(d.strBuf), true
+			}
+			// Escapes or non-ASCII: let encoding/json unquote it, with its
+			// exact rules (U+FFFD for invalid UTF-8 and lone surrogates).
+			var v string
+			if err := json.Unmarshal(d.data[start-1:d.pos], &v); err != nil {
+				return 0, 0, false
+			}
+			s := len(d.strBuf)
+			d.strBuf = append(d.strBuf, v...)
+			return s, len(d.strBuf), true
+		case c == '\\':
+			plain = false
+			d.pos += 2 // the escaped byte cannot end the string
+		case c < 0x20:
+			return 0, 0, false
+		case c >= utf8.RuneSelf:
+			plain = false
+			d.pos++
+		default:
+			d.pos++
+		}
+	}
+	return 0, 0, false
+}
+
+func (d *reqDecoder) str(dst *string) bool {
+	if d.null() {
+		return true // encoding/json leaves a non-pointer unchanged on null
+	}
+	s, e, ok := d.stringToken()
+	if ok {
+		d.refs = append(d.refs, strRef{dst: dst, start: s, end: e})
+	}
+	return ok
+}
+
+func (d *reqDecoder) strPtr(dst **string) bool {
+	if d.null() {
+		d.refs = append(d.refs, strRef{pdst: dst, null: true})
+		return true
+	}
+	s, e, ok := d.stringToken()
+	if ok {
+		d.refs = append(d.refs, strRef{pdst: dst, start: s, end: e})
+	}
+	return ok
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// intLit reads an integer literal; a fraction or exponent gives up.
+func (d *reqDecoder) intLit() (int64, bool) {
+	start := d.pos
+	neg := d.consume('-')
+	if d.pos >= len(d.data) || !isDigit(d.data[d.pos]) {
+		return 0, false
+	}
+	digits := d.pos
+	if d.data[d.pos] == '0' {
+		d.pos++
+	} else {
+		for d.pos < len(d.data) && isDigit(d.data[d.pos]) {
+			d.pos++
+		}
+	}
+	if d.pos < len(d.data) {
+		if c := d.data[d.pos]; c == '.' || c == 'e' || c == 'E' {
+			return 0, false
+		}
+	}
+	if d.pos-digits > 18 {
+		n, err := strconv.ParseInt(string(d.data[start:d.pos]), 10, 64)
+		return n, err == nil
+	}
+	var n int64
+	for _, c := range d.data[digits:d.pos] {
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+func (d *reqDecoder) integer(dst *int64) bool {
+	if d.null() {
+		return true
+	}
+	n, ok := d.intLit()
+	if ok {
+		*dst = n
+	}
+	return ok
+}
+
+func (d *reqDecoder) intPtr(dst **int64) bool {
+	if d.null() {
+		*dst = nil
+		return true
+	}
+	n, ok := d.intLit()
+	if !ok {
+		return false
+	}
+	if d.ints == nil {
+		d.ints = make([]int64, 0, 16)
+	}
+	if len(d.ints) < cap(d.ints) {
+		d.ints = append(d.ints, n)
+		*dst = &d.ints[len(d.ints)-1]
+	} else {
+		*dst = Ptr(n)
+	}
+	return true
+}
+
+// floatLit reads a number with JSON's grammar.
+func (d *reqDecoder) floatLit() (float64, bool) {
+	start := d.pos
+	d.consume('-')
+	if d.pos >= len(d.data) || !isDigit(d.data[d.pos]) {
+		return 0, false
+	}
+	if d.data[d.pos] == '0' {
+		d.pos++
+	} else {
+		for d.pos < len(d.data) && isDigit(d.data[d.pos]) {
+			d.pos++
+		}
+	}
+	if d.consume('.') {
+		if d.pos >= len(d.data) || !isDigit(d.data[d.pos]) {
+			return 0, false
+		}
+		for d.pos < len(d.data) && isDigit(d.data[d.pos]) {
+			d.pos++
+		}
+	}
+	if d.pos < len(d.data) && (d.data[d.pos] == 'e' || d.data[d.pos] == 'E') {
+		d.pos++
+		if !d.consume('+') {
+			d.consume('-')
+		}
+		if d.pos >= len(d.data) || !isDigit(d.data[d.pos]) {
+			return 0, false
+		}
+		for d.pos < len(d.data) && isDigit(d.data[d.pos]) {
+			d.pos++
+		}
+	}
+	f, err := strconv.ParseFloat(string(d.data[start:d.pos]), 64)
+	return f, err == nil
+}
+
+func (d *reqDecoder) floatPtr(dst **float64) bool {
+	if d.null() {
+		*dst = nil
+		return true
+	}
+	f, ok := d.floatLit()
+	if !ok {
+		return false
+	}
+	if d.floats == nil {
+		d.floats = make([]float64, 0, 6)
+	}
+	if len(d.floats) < cap(d.floats) {
+		d.floats = append(d.floats, f)
+		*dst = &d.floats[len(d.floats)-1]
+	} else {
+		*dst = Ptr(f)
+	}
+	return true
+}
+
+func (d *reqDecoder) floatSlice(dst *[]float64) bool {
+	if d.null() {
+		*dst = nil
+		return true
+	}
+	if !d.consume('[') {
+		return false
+	}
+	end := bytes.IndexByte(d.data[d.pos:], ']')
+	if end < 0 {
+		return false
+	}
+	out := make([]float64, 0, bytes.Count(d.data[d.pos:d.pos+end], []byte{','})+1)
+	d.ws()
+	if d.consume(']') {
+		*dst = out[:0:0]
+		return true
+	}
+	for {
+		d.ws()
+		f, ok := d.floatLit()
+		if !ok {
+			return false
+		}
+		out = append(out, f)
+		d.ws()
+		if d.consume(',') {
+			continue
+		}
+		if d.consume(']') {
+			*dst = out
+			return true
+		}
+		return false
+	}
+}
+
+func (d *reqDecoder) boolLit() (bool, bool) {
+	rest := d.data[d.pos:]
+	switch {
+	case bytes.HasPrefix(rest, []byte("true")):
+		d.pos += 4
+		return true, true
+	case bytes.HasPrefix(rest, []byte("false")):
+		d.pos += 5
+		return false, true
+	}
+	return false, false
+}
+
+func (d *reqDecoder) boolean(dst *bool) bool {
+	if d.null() {
+		return true
+	}
+	b, ok := d.boolLit()
+	if ok {
+		*dst = b
+	}
+	return ok
+}
+
+func (d *reqDecoder) boolPtr(dst **bool) bool {
+	if d.null() {
+		*dst = nil
+		return true
+	}
+	b, ok := d.boolLit()
+	if !ok {
+		return false
+	}
+	if d.bools == nil {
+		d.bools = make([]bool, 0, 2)
+	}
+	if len(d.bools) < cap(d.bools) {
+		d.bools = append(d.bools, b)
+		*dst = &d.bools[len(d.bools)-1]
+	} else {
+		*dst = Ptr(b)
+	}
+	return true
+}

@@ -1,0 +1,246 @@
+package artifact
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// FlushInterval bounds how long a written record may stay in the Writer's
+// buffer before it is handed to the operating system.
+const FlushInterval = 100 * time.Millisecond
+
+// MaxLineBytes is the largest line the Writer writes and the Reader reads by
+// default (64 MiB, newline excluded).
+const MaxLineBytes = 64 << 20
+
+const (
+	flushThreshold = 256 << 10 // write out once this much is buffered
+	queueLength    = 4096
+)
+
+// ErrClosed is returned by Writer methods called after Close.
+var ErrClosed = errors.New("artifact: writer is closed")
+
+// Writer appends records to a JSONL artifact. One goroutine owns the file;
+// Write may be called from any number of goroutines. Each record is encoded
+// by its caller into one complete line and queued; the owner appends lines
+// to a buffer and writes the buffer, always ending at a line boundary, when
+// it holds 256 KiB, at most FlushInterval after its oldest line arrived, on
+// Flush and on Close. A process killed at any moment therefore leaves a file
+// whose complete lines all parse; at most its last line is cut (the Reader
+// reports that as Truncated).
+type Writer struct {
+	path string
+	f    *os.File
+
+	mu     sync.RWMutex // write-locked only by Close; guards closed
+	closed bool
+	queue  chan writeReq
+	done   chan struct{}
+
+	errMu    sync.Mutex
+	err      error // first write error; sticky
+	closeErr error
+}
+
+type writeReq struct {
+	line []byte       // one line including '\n', or nil
+	ack  chan<- error // Flush: answered after the buffer is written
+}
+
+// NewWriter creates (or truncates) the artifact at path, creating missing
+// parent directories (0755); the file is created 0644. It fails before
+// writing anything when the path cannot be opened.
+func NewWriter(path string) (*Writer, error) {
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("artifact: creating %s: %w", dir, err)
+		}
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("artifact: opening %s: %w", path, err)
+	}
+	w := &Writer{
+		path:  path,
+		f:     f,
+		queue: make(chan writeReq, queueLength),
+		done:  make(chan struct{}),
+	}
+	go w.run()
+	return w, nil
+}
+
+// Path returns the artifact's path as given to NewWriter.
+func (w *Writer) Path() string { return w.path }
+
+// Write encodes rec (see MarshalLine) and queues it as one line. It returns
+// an encoding error at once, ErrClosed after Close, or the first error the
+// owner goroutine met writing the file (after which nothing more is
+// written). A nil return means the line is queued, not that it is on disk:
+// call Flush or Close for that. Write blocks while the queue is full.
+func (w *Writer) Write(rec any) error {
+	line, err := MarshalLine(rec)
+	if err != nil {
+		return err
+	}
+	line = append(line, '\n')
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		return ErrClosed
+	}
+	if err := w.writeErr(); err != nil {
+		return err
+	}
+	w.queue <- writeReq{line: line}
+	return nil
+}
+
+// Flush waits until every line queued before it has been written to the
+// operating system (not fsynced), and returns the first write error if any.
+func (w *Writer) Flush() error {
+	ack := make(chan error, 1)
+	w.mu.RLock()
+	if w.closed {
+		w.mu.RUnlock()
+		return ErrClosed
+	}
+	w.queue <- writeReq{ack: ack}
+	w.mu.RUnlock()
+	return <-ack
+}
+
+// Close writes every queued line, fsyncs and closes the file. It returns the
+// first error met writing, syncing or closing; a second Close returns
+// ErrClosed. Writes racing with Close either land before it or get
+// ErrClosed.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return ErrClosed
+	}
+	w.closed = true
+	w.mu.Unlock()
+	close(w.queue)
+	<-w.done
+	return w.closeErr
+}
+
+func (w *Writer) writeErr() error {
+	w.errMu.Lock()
+	defer w.errMu.Unlock()
+	return w.err
+}
+
+func (w *Writer) setErr(err error) {
+	w.errMu.Lock()
+	if w.err == nil {
+		w.err = fmt.Errorf("artifact: writing %s: %w", w.path, err)
+	}
+	w.errMu.Unlock()
+}
+
+// run is the owner goroutine: the only code that touches w.f.
+func (w *Writer) run() {
+	defer close(w.done)
+	buf := make([]byte, 0, flushThreshold+4096)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	armed := false
+	flush := func() {
+		if armed {
+			timer.Stop()
+			armed = false
+		}
+		if len(buf) == 0 {
+			return
+		}
+		if w.writeErr() == nil {
+			if _, err := w.f.Write(buf); err != nil {
+				w.setErr(err)
+			}
+		}
+		if cap(buf) > 4*flushThreshold {
+			buf = make([]byte, 0, flushThreshold+4096) // let a huge line's buffer go
+		} else {
+			buf = buf[:0]
+		}
+	}
+	for {
+		select {
+		case req, ok := <-w.queue:
+			if !ok {
+				flush()
+				err := w.writeErr()
+				if serr := w.f.Sync(); serr != nil && err == nil {
+					err = fmt.Errorf("artifact: syncing %s: %w", w.path, serr)
+				}
+				if cerr := w.f.Close(); cerr != nil && err == nil {
+					err = fmt.Errorf("artifact: closing %s: %w", w.path, cerr)
+				}
+				w.closeErr = err
+				return
+			}
+			if req.line != nil {
+				buf = append(buf, req.line...)
+				if len(buf) >= flushThreshold {
+					flush()
+				} else if !armed {
+					timer.Reset(FlushInterval)
+					armed = true
+				}
+			}
+			if req.ack != nil {
+				flush()
+				req.ack <- w.writeErr()
+			}
+		case <-timer.C:
+			armed = false
+			flush()
+		}
+	}
+}
+
+// MarshalLine encodes one record as a single JSON line without the trailing
+// newline. rec must encode to a JSON object whose "event_type" is a string
+// and whose "schema_version" is an integer: every record type of this
+// package does (they write both first), as does a type embedding Header or
+// a *Raw read from an artifact. Strings are not HTML-escaped. An encoding
+// error (e.g. a NaN float64 — use Float for sample values), a missing
+// header, or a line over MaxLineBytes is an error.
+func MarshalLine(rec any) ([]byte, error) {
+	var line []byte
+	var err error
+	if own, ok := rec.(selfEncoding); ok {
+		line, err = own.MarshalJSON() // compact and valid already
+	} else {
+		line, err = encodeJSON(rec)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("artifact: encoding %T: %w", rec, err)
+	}
+	if len(line) > MaxLineBytes {
+		return nil, fmt.Errorf("artifact: %T encodes to %d bytes, over the %d-byte line limit", rec, len(line), MaxLineBytes)
+	}
+	if len(line) == 0 || line[0] != '{' {
+		return nil, fmt.Errorf("artifact: %T does not encode to a JSON object", rec)
+	}
+	k, lerr := parseKind(line)
+	if lerr != nil {
+		return nil, fmt.Errorf("artifact: %T: %w", rec, lerr.Err)
+	}
+	if k.EventType == "" || k.SchemaVersion == 0 {
+		return nil, fmt.Errorf("artifact: %T has no event_type and schema_version", rec)
+	}
+	if bytes.IndexByte(line, '\n') >= 0 { // cannot happen with encoding/json; kept as a guard
+		return nil, fmt.Errorf("artifact: %T encodes to more than one line", rec)
+	}
+	return line, nil
+}
