@@ -1,0 +1,9 @@
+//go:build !linux
+
+package schedule
+
+import "time"
+
+const fineSleepSupported = false
+
+func fineSleep(time.Duration) {}
