@@ -1,0 +1,391 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/loadgen"
+	"github.com/inferprobe/inferprobe/loadgen/client"
+	"github.com/inferprobe/inferprobe/loadgen/prompt"
+	"github.com/inferprobe/inferprobe/loadgen/schedule"
+)
+
+func init() { verbs = append(verbs, newProfileCmd) }
+
+// profileFlags are the raw flag values of `inferprobe profile`.
+type profileFlags struct {
+	endpoint, baseURL, model, apiKey, runID, output string
+	timeout, drainTimeout                           float64
+	stream, noStream, streamUsage, noStreamUsage    bool
+	maxTokensField, extraBody                       string
+	seed                                            int64
+	concurrency, inputTokens, outputTokens          []int
+	requests                                        int
+	duration                                        float64
+	warmup                                          int
+	arrival                                         string
+	rates                                           []float64
+	burstSize                                       int
+	burstInterval                                   float64
+	arrivalTrace, arrivalTraceCase                  string
+	maxInFlight                                     int
+	overflow                                        string
+	promptMode                                      string
+	sharedPrefixRatio                               float64
+	prefixGroups                                    int
+	cacheState, cacheResetURL                       string
+	cacheResetTimeout                               float64
+	tokenizer, tiktokenEncoding                     string
+	strictTokenCounts                               bool
+	quiet                                           bool
+}
+
+func newProfileCmd() *cobra.Command {
+	var pf profileFlags
+	cmd := &cobra.Command{
+		Use:   "profile",
+		Short: "Send controlled traffic to a Chat Completions endpoint and record every request (JSONL artifact)",
+		Long: `profile runs each workload case (arrival setting × input tokens × output tokens):
+an optional warmup phase, then the measured phase, each a window followed by a drain,
+and records every request as an infer.request line of the JSONL artifact at --output.
+
+Exit codes: 0 a measured request succeeded; 3 none did (the artifact is complete);
+2 an unusable setting (nothing sent or written); 5 an unreadable --arrival-trace;
+130 interrupted (Ctrl+C); 1 anything else.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := pf.config(cmd)
+			if err != nil {
+				return err
+			}
+			tok, tokName, err := pf.tokenizerFor()
+			if err != nil {
+				return err
+			}
+			if pf.output == "" {
+				return usageErrorf("--output is required")
+			}
+			return runProfile(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, tok, tokName, pf.output, pf.quiet, nil)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&pf.endpoint, "endpoint", "", "full Chat Completions URL (…/v1/chat/completions)")
+	f.StringVar(&pf.baseURL, "base-url", "", "a /v1 base URL; /chat/completions is appended")
+	f.StringVar(&pf.model, "model", "", "model name sent in every request (required)")
+	f.StringVar(&pf.apiKey, "api-key", "", "bearer token (default $OPENAI_API_KEY); never recorded")
+	f.StringVar(&pf.runID, "run-id", "", "run id shared with collectors (default: a new UUID); appears in X-Request-Id")
+	f.StringVar(&pf.output, "output", "", "JSONL artifact path (required; parent directories are created)")
+	f.Float64Var(&pf.timeout, "timeout", 60, "per-request client timeout, seconds")
+	f.Float64Var(&pf.drainTimeout, "drain-timeout", 0, "drain deadline after each window end, seconds (default: --timeout)")
+	f.BoolVar(&pf.stream, "stream", true, "streaming chat completions (SSE)")
+	f.BoolVar(&pf.noStream, "no-stream", false, "non-streaming chat completions")
+	f.BoolVar(&pf.streamUsage, "stream-usage", true, "send stream_options.include_usage")
+	f.BoolVar(&pf.noStreamUsage, "no-stream-usage", false, "do not send stream_options (for endpoints that reject it)")
+	f.StringVar(&pf.maxTokensField, "max-tokens-field", "max_tokens", "field carrying the output cap: max_tokens or max_completion_tokens")
+	f.StringVar(&pf.extraBody, "extra-body", "", "JSON object merged into every request (may not set model, messages, stream, stream_options or the output cap)")
+	f.Int64Var(&pf.seed, "seed", 0, "seed of prompts, nonces and Poisson gaps")
+	f.IntSliceVar(&pf.concurrency, "concurrency", nil, "closed-loop worker counts, e.g. 1,4,8 (default 1)")
+	f.IntSliceVar(&pf.inputTokens, "input-tokens", []int{512}, "prompt token targets")
+	f.IntSliceVar(&pf.outputTokens, "output-tokens", []int{128}, "output token caps")
+	f.IntVar(&pf.requests, "requests", 0, "measured requests per case (default 1; replay: the whole trace)")
+	f.Float64Var(&pf.duration, "duration", 0, "measured window per case, seconds (instead of --requests)")
+	f.IntVar(&pf.warmup, "warmup-requests", 0, "warmup requests per case (recorded, excluded from analysis)")
+	f.StringVar(&pf.arrival, "arrival", "closed", "arrivals: closed, fixed-rate, poisson, burst or replay")
+	f.Float64SliceVar(&pf.rates, "rate", nil, "fixed-rate / poisson rates, requests per second")
+	f.IntVar(&pf.burstSize, "burst-size", 0, "requests per burst (--arrival burst)")
+	f.Float64Var(&pf.burstInterval, "burst-interval", 0, "seconds between bursts (--arrival burst)")
+	f.StringVar(&pf.arrivalTrace, "arrival-trace", "", "replay trace: JSONL of {\"offset_ms\": n}, or an inferprobe artifact")
+	f.StringVar(&pf.arrivalTraceCase, "arrival-trace-case", "", "case of an artifact trace to replay")
+	f.IntVar(&pf.maxInFlight, "max-in-flight", 128, "open loop: most requests outstanding at once")
+	f.StringVar(&pf.overflow, "overflow", "wait", "open loop, every slot busy: wait (hold the arrival) or drop")
+	f.StringVar(&pf.promptMode, "prompt-mode", "repeat", "prompts: repeat, unique or shared-prefix")
+	f.Float64Var(&pf.sharedPrefixRatio, "shared-prefix-ratio", 0, "shared-prefix: fraction of the prompt shared by its group (0..1)")
+	f.IntVar(&pf.prefixGroups, "prefix-groups", 1, "shared-prefix: number of prefix groups")
+	f.StringVar(&pf.cacheState, "cache-state", "unspecified", "requested prefix-cache state per case: unspecified or cold")
+	f.StringVar(&pf.cacheResetURL, "cache-reset-url", "", "URL POSTed before each case to clear the prefix cache (e.g. vLLM /reset_prefix_cache)")
+	f.Float64Var(&pf.cacheResetTimeout, "cache-reset-timeout", 10, "retry window for refused cache resets, seconds (0: one try)")
+	f.StringVar(&pf.tokenizer, "tokenizer", "auto", "prompt sizing and fallback counts: auto, tiktoken or none (an estimate)")
+	f.StringVar(&pf.tiktokenEncoding, "tiktoken-encoding", "cl100k_base", "tiktoken encoding (embedded; no download)")
+	f.BoolVar(&pf.strictTokenCounts, "strict-token-counts", false, "refuse to run with estimated token counts")
+	f.BoolVarP(&pf.quiet, "quiet", "q", false, "no progress line")
+	return cmd
+}
+
+// seconds converts a flag value in seconds; NaN and ±Inf are refused.
+func seconds(name string, v float64) (time.Duration, error) {
+	if v != v || v > 1e9 || v < -1e9 {
+		return 0, usageErrorf("--%s must be a finite number of seconds", name)
+	}
+	return time.Duration(v * float64(time.Second)), nil
+}
+
+// config turns the flags into a validated loadgen.Config. Every error is exit 2, except an
+// unreadable --arrival-trace (exit 5).
+func (pf *profileFlags) config(cmd *cobra.Command) (*loadgen.Config, error) {
+	f := cmd.Flags()
+	both := func(a, b string) bool { return f.Changed(a) && f.Changed(b) }
+	for _, p := range [][2]string{{"endpoint", "base-url"}, {"stream", "no-stream"}, {"stream-usage", "no-stream-usage"}, {"requests", "duration"}} {
+		if both(p[0], p[1]) && !(p[0] == "requests" && pf.requests == 1) {
+			return nil, usageErrorf("--%s and --%s are mutually exclusive", p[0], p[1])
+		}
+	}
+	cfg := &loadgen.Config{
+		Model: pf.model, RunID: pf.runID, APIKey: pf.apiKey,
+		Stream: pf.stream && !pf.noStream, StreamUsage: pf.streamUsage && !pf.noStreamUsage,
+		MaxTokensField: pf.maxTokensField, Seed: pf.seed,
+		Concurrency: pf.concurrency, InputTokens: pf.inputTokens, OutputTokens: pf.outputTokens,
+		Requests: pf.requests, WarmupRequests: pf.warmup,
+		Arrival: schedule.Mode(pf.arrival), Rates: pf.rates, BurstSize: pf.burstSize,
+		PromptMode: prompt.Mode(pf.promptMode), SharedPrefixRatio: pf.sharedPrefixRatio, PrefixGroups: pf.prefixGroups,
+		CacheState: pf.cacheState, CacheResetURL: pf.cacheResetURL,
+	}
+	if cfg.APIKey == "" {
+		cfg.APIKey = os.Getenv("OPENAI_API_KEY")
+	}
+	switch {
+	case pf.endpoint != "":
+		cfg.Endpoint = pf.endpoint
+	case pf.baseURL != "":
+		cfg.Endpoint = strings.TrimRight(pf.baseURL, "/") + "/chat/completions"
+	}
+	if cfg.RunID == "" {
+		cfg.RunID = uuid.NewString()
+	} else if strings.ContainsAny(cfg.RunID, " \t\r\n") || len(cfg.RunID) > 128 {
+		return nil, usageErrorf("--run-id must be at most 128 characters without whitespace")
+	}
+	var err error
+	for _, d := range []struct {
+		name string
+		v    float64
+		dst  *time.Duration
+	}{
+		{"timeout", pf.timeout, &cfg.Timeout}, {"drain-timeout", pf.drainTimeout, &cfg.DrainTimeout},
+		{"duration", pf.duration, &cfg.Duration}, {"burst-interval", pf.burstInterval, &cfg.BurstInterval},
+		{"cache-reset-timeout", pf.cacheResetTimeout, &cfg.CacheResetTimeout},
+	} {
+		if *d.dst, err = seconds(d.name, d.v); err != nil {
+			return nil, err
+		}
+	}
+	if f.Changed("drain-timeout") && pf.drainTimeout <= 0 {
+		return nil, usageErrorf("--drain-timeout must be > 0")
+	}
+	if f.Changed("duration") && pf.duration <= 0 {
+		return nil, usageErrorf("--duration must be > 0")
+	}
+	if f.Changed("requests") && pf.requests < 1 {
+		return nil, usageErrorf("--requests must be ≥ 1")
+	}
+	if f.Changed("concurrency") && len(pf.concurrency) == 0 {
+		return nil, usageErrorf("--concurrency needs at least one value")
+	}
+	if cfg.ExtraBody, err = loadgen.ParseExtraBody(pf.extraBody); err != nil {
+		return nil, usageErrorf("%v", err)
+	}
+	open := cfg.Arrival != schedule.Closed
+	if f.Changed("max-in-flight") || f.Changed("overflow") {
+		if !open {
+			return nil, usageErrorf("--max-in-flight and --overflow apply to open-loop arrivals only")
+		}
+	}
+	if open {
+		cfg.MaxInFlight, cfg.Overflow = pf.maxInFlight, pf.overflow
+	}
+	if pf.arrivalTraceCase != "" && pf.arrivalTrace == "" {
+		return nil, usageErrorf("--arrival-trace-case needs --arrival-trace")
+	}
+	if pf.arrivalTrace != "" {
+		if cfg.Arrival != schedule.Replay {
+			return nil, usageErrorf("--arrival-trace applies to --arrival replay only")
+		}
+		if err := loadgen.LoadArrivalTrace(cfg, pf.arrivalTrace, pf.arrivalTraceCase); err != nil {
+			var te *loadgen.TraceInputError
+			if errors.As(err, &te) {
+				return nil, withCode(exitBadInput, err)
+			}
+			return nil, usageErrorf("%v", err)
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, usageErrorf("%v", err)
+	}
+	return cfg, nil
+}
+
+// tokenizerFor resolves --tokenizer: auto and tiktoken use the embedded encoding; none gives
+// the marked estimate (refused with --strict-token-counts).
+func (pf *profileFlags) tokenizerFor() (prompt.Tokenizer, string, error) {
+	switch pf.tokenizer {
+	case "auto", "tiktoken":
+		tok, err := prompt.TiktokenCounter(pf.tiktokenEncoding)
+		if err != nil {
+			return nil, "", usageErrorf("--tiktoken-encoding: %v", err)
+		}
+		return tok, pf.tokenizer, nil
+	case "none":
+		if pf.strictTokenCounts {
+			return nil, "", usageErrorf("--strict-token-counts needs a tokenizer (--tokenizer auto or tiktoken)")
+		}
+		return prompt.EstimateCounter(), "none", nil
+	default:
+		return nil, "", usageErrorf("--tokenizer must be auto, tiktoken or none, not %q", pf.tokenizer)
+	}
+}
+
+// profileWarnings are the contract's start-of-run warnings.
+func profileWarnings(cfg *loadgen.Config) []string {
+	var w []string
+	if cfg.PromptMode != prompt.Repeat {
+		for _, in := range cfg.InputTokens {
+			if in < 32 {
+				w = append(w, fmt.Sprintf("--input-tokens %d is below 32: the ~8-token nonce of --prompt-mode %s cannot hit the target length and prefix share", in, cfg.PromptMode))
+				break
+			}
+		}
+		if cfg.CacheResetURL == "" {
+			w = append(w, fmt.Sprintf("prompts are the same for every run with --seed %d; without --cache-reset-url a repeated run starts with them already cached", cfg.Seed))
+		}
+	}
+	if cfg.CacheState == loadgen.CacheCold && cfg.CacheResetURL == "" {
+		w = append(w, "--cache-state cold without --cache-reset-url records the intent only; nothing clears the cache")
+	}
+	if proxies := client.IgnoredProxyEnv(); len(proxies) > 0 {
+		w = append(w, fmt.Sprintf("environment proxies (%s) are ignored; point --endpoint at a proxy to use one", strings.Join(proxies, ", ")))
+	}
+	return w
+}
+
+// profileResult is what runProfile learned, for callers that print more (demo).
+type profileResult struct {
+	artifactPath string
+	stats        []*loadgen.CaseStats
+	status       string
+}
+
+// runProfile runs a validated configuration and writes the artifact at output. It prints
+// warnings and progress on stderr, the summary on stdout, and returns an exitError for
+// every code but 0. res, when non-nil, receives what the run learned.
+func runProfile(ctx context.Context, stdout, stderr io.Writer, cfg *loadgen.Config, tok prompt.Tokenizer, tokName, output string, quiet bool, res *profileResult) error {
+	for _, w := range profileWarnings(cfg) {
+		fmt.Fprintf(stderr, "Warning: %s\n", w)
+	}
+	w, err := artifact.NewWriter(output)
+	if err != nil {
+		return usageErrorf("cannot open --output: %v", err)
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	sessionID := artifact.NewSessionID()
+	host := artifact.HostIdentity()
+	started := time.Now()
+	sink := &countingSink{w: w}
+	first := &artifact.Session{SessionID: sessionID, TimestampNS: started.UnixNano(), Status: artifact.StatusRunning, Config: cfg.SessionConfig(tokName)}
+	workload, werr := cfg.WorkloadRecord(sessionID, tok)
+	if werr != nil {
+		_ = w.Close()
+		return withCode(exitUnexpected, werr)
+	}
+	for _, rec := range []any{first, artifact.NewArtifactHeader(cfg.RunID, sessionID, version, started.UnixNano(), host, os.Getpid()), workload} {
+		if err := w.Write(rec); err != nil {
+			_ = w.Close()
+			return withCode(exitUnexpected, err)
+		}
+	}
+
+	open := cfg.OpenLoop()
+	conns := 0
+	for _, c := range cfg.Concurrency {
+		conns = max(conns, c)
+	}
+	if open {
+		conns = cfg.MaxInFlight
+	}
+	hc := client.New(client.Options{MaxConnsPerHost: conns, Timeout: cfg.Timeout})
+	defer hc.CloseIdle()
+	prog := newProgress(stderr, quiet)
+	hooks := loadgen.Hooks{
+		CaseStart: prog.caseStart,
+		Request:   prog.request,
+		Warn: func(msg string) {
+			prog.clear()
+			fmt.Fprintf(stderr, "Warning: %s\n", msg)
+		},
+	}
+	runner := loadgen.NewRunner(cfg, hc, tok, sink, sessionID, hooks)
+	prog.start()
+	runErr := runner.Run(ctx)
+	prog.stop()
+
+	status := artifact.StatusCompleted
+	var errText *string
+	interrupted := runErr != nil && ctx.Err() != nil
+	switch {
+	case interrupted:
+		status = artifact.StatusInterrupted
+	case runErr != nil:
+		status = artifact.StatusIncomplete
+		errText = artifact.Ptr(runErr.Error())
+	}
+	ended := time.Now()
+	last := &artifact.Session{
+		SessionID: sessionID, TimestampNS: ended.UnixNano(), Status: status,
+		Summary: &artifact.SessionSummary{
+			SessionID: sessionID, Source: artifact.ProducerProfile, Host: host.Name, PID: int64(os.Getpid()),
+			StartedAtNS: started.UnixNano(), EndedAtNS: ended.UnixNano(), DurationSeconds: ended.Sub(started).Seconds(),
+			Status: status, RequestsRecorded: sink.n.Load(), Error: errText,
+		},
+	}
+	if err := w.Write(last); err != nil && runErr == nil {
+		runErr = err
+	}
+	if err := w.Close(); err != nil && runErr == nil {
+		runErr = err
+	}
+	stats := runner.Stats()
+	if res != nil {
+		*res = profileResult{artifactPath: output, stats: stats, status: status}
+	}
+	printSummary(stdout, stats, status)
+	fmt.Fprintf(stdout, "Artifact: %s\n", output)
+	switch {
+	case interrupted:
+		fmt.Fprintln(stderr, "Interrupted")
+		return &exitError{code: exitInterrupted}
+	case runErr != nil:
+		return withCode(exitUnexpected, runErr)
+	}
+	for _, s := range stats {
+		if s.ByStatus[client.OK] > 0 {
+			return nil
+		}
+	}
+	fmt.Fprintln(stderr, "No measured request succeeded.")
+	return &exitError{code: exitFindings}
+}
+
+// countingSink counts infer.request records on their way to the artifact.
+type countingSink struct {
+	w *artifact.Writer
+	n atomic.Int64
+}
+
+func (s *countingSink) Write(rec any) error {
+	err := s.w.Write(rec)
+	if _, ok := rec.(*artifact.Request); ok && err == nil {
+		s.n.Add(1)
+	}
+	return err
+}

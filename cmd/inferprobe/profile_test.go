@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/sim"
+)
+
+// TestMain lets a test re-run this binary as the inferprobe command (for signals and exit
+// codes of a real process): INFERPROBE_TEST_ARGS holds the arguments, separated by the unit separator 0x1f.
+func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv("INFERPROBE_TEST_ARGS"); ok {
+		os.Exit(run(strings.Split(args, "\x1f")))
+	}
+	os.Exit(m.Run())
+}
+
+func startSim(t *testing.T, mod func(*sim.Config)) *sim.Server {
+	t.Helper()
+	cfg := sim.DefaultConfig()
+	if mod != nil {
+		mod(&cfg)
+	}
+	srv, err := sim.Start(context.Background(), cfg, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// runQuiet runs the command in-process with stdout/stderr discarded by the test log.
+func runQuiet(args ...string) int {
+	stdout, stderr := os.Stdout, os.Stderr
+	devnull, _ := os.Open(os.DevNull)
+	os.Stdout, os.Stderr = devnull, devnull
+	defer func() { os.Stdout, os.Stderr = stdout, stderr; devnull.Close() }()
+	return run(args)
+}
+
+func readLines(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []map[string]any
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("line %d does not parse: %v", len(out)+1, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestProfileUsageErrorsWriteNothing(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "a.jsonl")
+	bad := [][]string{
+		{"--model", "m", "--output", out},                                                                // no endpoint
+		{"--endpoint", "ftp://x/v1/chat/completions", "--model", "m", "--output", out},                   // scheme
+		{"--base-url", "http://127.0.0.1:1/v1", "--model", "m"},                                          // no output
+		{"--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--output", out, "--concurrency", "1,1"}, // same case id
+		{"--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--output", out, "--arrival", "poisson"}, // no rate
+		{"--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--output", out, "--arrival", "poisson", "--rate", "2", "--concurrency", "4", "--requests", "3"},
+		{"--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--output", out, "--max-in-flight", "4"},
+		{"--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--output", out, "--extra-body", `{"model":"x"}`},
+		{"--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--output", out, "--extra-body", `[1]`},
+		{"--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--output", out, "--arrival", "fixed-rate", "--rate", "1e9", "--duration", "0.01"},
+		{"--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--output", out, "--timeout", "NaN"},
+		{"--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--output", out, "--requests", "0"},
+		{"--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--output", out, "--tokenizer", "none", "--strict-token-counts"},
+		{"--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--output", out, "--rate", "2"},
+		{"--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--output", out, "--bogus-flag"},
+	}
+	for _, args := range bad {
+		if code := runQuiet(append([]string{"profile"}, args...)...); code != exitUsage {
+			t.Errorf("profile %v: exit %d, want 2", args, code)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Fatalf("profile %v wrote %s although the setting was unusable", args, out)
+		}
+	}
+	trace := filepath.Join(dir, "trace.jsonl")
+	os.WriteFile(trace, []byte("not json\n"), 0o644)
+	for _, tr := range []string{trace, filepath.Join(dir, "missing.jsonl")} {
+		code := runQuiet("profile", "--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--output", out, "--arrival", "replay", "--arrival-trace", tr)
+		if code != exitBadInput {
+			t.Errorf("unreadable trace %s: exit %d, want 5", tr, code)
+		}
+	}
+}
+
+func TestProfileExitCodesAndArtifactShape(t *testing.T) {
+	srv := startSim(t, nil)
+	out := filepath.Join(t.TempDir(), "sub", "ok.jsonl")
+	t.Setenv("OPENAI_API_KEY", "sk-secret-never-recorded")
+	code := runQuiet("profile", "--base-url", srv.URL()+"/v1", "--model", sim.DefaultConfig().Model, "--output", out,
+		"--concurrency", "2", "--requests", "6", "--input-tokens", "32", "--output-tokens", "4", "--warmup-requests", "1")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	raw, _ := os.ReadFile(out)
+	if bytes.Contains(raw, []byte("sk-secret")) {
+		t.Fatal("the API key was recorded")
+	}
+	lines := readLines(t, out)
+	first, last := lines[0], lines[len(lines)-1]
+	if first["event_type"] != "infer.session" || first["status"] != "running" {
+		t.Fatalf("first line %v", first)
+	}
+	if last["event_type"] != "infer.session" || last["status"] != "completed" {
+		t.Fatalf("last line %v", last)
+	}
+	a, err := artifact.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Requests) != 7 || len(a.PhaseWindows) != 2 || a.Workload == nil || a.Header == nil || len(a.CacheStates) != 1 {
+		t.Fatalf("requests %d windows %d", len(a.Requests), len(a.PhaseWindows))
+	}
+	if a.FinalSession().Summary.RequestsRecorded != 7 {
+		t.Fatalf("summary %+v", a.FinalSession().Summary)
+	}
+
+	// No measured request succeeds: exit 3, artifact still complete.
+	rej := startSim(t, func(c *sim.Config) { c.Faults.Reject503 = 1 })
+	out3 := filepath.Join(t.TempDir(), "rej.jsonl")
+	code = runQuiet("profile", "--endpoint", rej.URL()+"/v1/chat/completions", "--model", sim.DefaultConfig().Model,
+		"--output", out3, "--requests", "3", "--input-tokens", "16", "--output-tokens", "4")
+	if code != exitFindings {
+		t.Fatalf("all rejected: exit %d, want 3", code)
+	}
+	lines = readLines(t, out3)
+	if lines[len(lines)-1]["status"] != "completed" {
+		t.Fatal("the artifact of a run with no success still ends with a completed session")
+	}
+}
+
+func TestProfileSIGINT(t *testing.T) {
+	srv := startSim(t, func(c *sim.Config) {
+		c.Faults.SlowHeaders = 1
+		c.Faults.SlowHeadersDuration = 3 * time.Second
+	})
+	out := filepath.Join(t.TempDir(), "int.jsonl")
+	args := []string{"profile", "--base-url", srv.URL() + "/v1", "--model", sim.DefaultConfig().Model, "--output", out,
+		"--concurrency", "2", "--requests", "10", "--input-tokens", "16", "--output-tokens", "4"}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "INFERPROBE_TEST_ARGS="+strings.Join(args, "\x1f"))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
+		t.Fatalf("exit: %v (stderr %s), want 130", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "Interrupted") {
+		t.Fatalf("stderr %q", stderr.String())
+	}
+	lines := readLines(t, out)
+	last := lines[len(lines)-1]
+	if last["event_type"] != "infer.session" || last["status"] != "interrupted" {
+		t.Fatalf("last line %v", last)
+	}
+	cancelled := 0
+	for _, l := range lines {
+		if l["event_type"] == "infer.request" {
+			if l["status"] != "cancelled" {
+				t.Fatalf("request %v", l)
+			}
+			cancelled++
+		}
+	}
+	if cancelled != 2 {
+		t.Fatalf("%d cancelled requests, want the 2 in flight", cancelled)
+	}
+}
+
+func TestDemoRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("demo takes ~15 s")
+	}
+	dir := t.TempDir()
+	if code := runQuiet("demo", "--dir", dir, "--quiet"); code != 0 {
+		t.Fatalf("demo exit %d", code)
+	}
+	for _, f := range []string{"demo-closed.jsonl", "demo-poisson.jsonl"} {
+		a, err := artifact.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Validate(); err != nil || a.FinalSession().Status != "completed" {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+}

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/inferprobe/inferprobe/loadgen"
+	"github.com/inferprobe/inferprobe/loadgen/client"
+)
+
+// progress draws one live line per case on a terminal: done/offered, ok/failed, the
+// completion rate and requests in flight. It draws nothing when the writer is not a TTY or
+// with --quiet.
+type progress struct {
+	w       io.Writer
+	enabled bool
+
+	mu       sync.Mutex
+	cs       loadgen.Case
+	offered  int
+	done     int
+	ok       int
+	failed   int
+	sent     int
+	started  time.Time
+	drawn    bool
+	stopTick chan struct{}
+	wg       sync.WaitGroup
+}
+
+func isTTY(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func newProgress(w io.Writer, quiet bool) *progress {
+	return &progress{w: w, enabled: !quiet && isTTY(w)}
+}
+
+func (p *progress) start() {
+	if !p.enabled {
+		return
+	}
+	p.stopTick = make(chan struct{})
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.stopTick:
+				return
+			case <-t.C:
+				p.draw()
+			}
+		}
+	}()
+}
+
+func (p *progress) stop() {
+	if !p.enabled {
+		return
+	}
+	close(p.stopTick)
+	p.wg.Wait()
+	p.draw()
+	p.mu.Lock()
+	if p.drawn {
+		fmt.Fprintln(p.w)
+		p.drawn = false
+	}
+	p.mu.Unlock()
+}
+
+// clear erases the live line so that a warning prints on a clean line.
+func (p *progress) clear() {
+	if !p.enabled {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.drawn {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.drawn = false
+	}
+}
+
+func (p *progress) caseStart(cs loadgen.Case, offered int) {
+	if !p.enabled {
+		return
+	}
+	p.draw()
+	p.mu.Lock()
+	if p.drawn {
+		fmt.Fprintln(p.w)
+		p.drawn = false
+	}
+	p.cs, p.offered, p.done, p.ok, p.failed, p.started = cs, offered, 0, 0, 0, time.Now()
+	p.mu.Unlock()
+}
+
+func (p *progress) request(cs loadgen.Case, phase string, st client.Outcome) {
+	if !p.enabled || phase != loadgen.PhaseMeasured {
+		return
+	}
+	p.mu.Lock()
+	p.done++
+	if st == client.OK {
+		p.ok++
+	} else {
+		p.failed++
+	}
+	p.mu.Unlock()
+}
+
+func (p *progress) draw() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cs.ID == "" {
+		return
+	}
+	el := time.Since(p.started).Seconds()
+	rate := 0.0
+	if el > 0 {
+		rate = float64(p.done) / el
+	}
+	offered := "?"
+	if p.offered > 0 {
+		offered = fmt.Sprint(p.offered)
+	}
+	fmt.Fprintf(p.w, "\r\033[K%s: %d/%s done, ok %d, failed %d, %.1f req/s", p.cs.ID, p.done, offered, p.ok, p.failed, rate)
+	p.drawn = true
+}
+
+// percentile is the linear-interpolation quantile at rank q·(n−1) of sorted values.
+func percentile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	r := q * float64(len(sorted)-1)
+	i := int(r)
+	if i+1 >= len(sorted) {
+		return sorted[len(sorted)-1]
+	}
+	return sorted[i] + (r-float64(i))*(sorted[i+1]-sorted[i])
+}
+
+// printSummary prints one line per case of the measured phase.
+func printSummary(w io.Writer, stats []*loadgen.CaseStats, status string) {
+	if status != "completed" {
+		fmt.Fprintf(w, "Session status: %s\n", status)
+	}
+	for _, s := range stats {
+		total := 0
+		var failures []string
+		keys := make([]string, 0, len(s.ByStatus))
+		for k := range s.ByStatus {
+			keys = append(keys, string(k))
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			n := s.ByStatus[client.Outcome(k)]
+			total += n
+			if k != string(client.OK) {
+				failures = append(failures, fmt.Sprintf("%s %d", k, n))
+			}
+		}
+		line := fmt.Sprintf("%s: %d/%d ok", s.Case.ID, s.ByStatus[client.OK], total)
+		if len(failures) > 0 {
+			line += " (" + strings.Join(failures, ", ") + ")"
+		}
+		if len(s.TTFTms) > 0 {
+			t := append([]float64(nil), s.TTFTms...)
+			sort.Float64s(t)
+			line += fmt.Sprintf(", TTFT p50 %.1f ms p95 %.1f ms", percentile(t, 0.5), percentile(t, 0.95))
+		}
+		if len(s.E2Ems) > 0 {
+			e := append([]float64(nil), s.E2Ems...)
+			sort.Float64s(e)
+			line += fmt.Sprintf(", e2e p50 %.1f ms p95 %.1f ms", percentile(e, 0.5), percentile(e, 0.95))
+		}
+		if iv := (s.Window + s.Drain).Seconds(); iv > 0 {
+			line += fmt.Sprintf(", %.2f req/s, %.1f output tok/s", float64(s.ByStatus[client.OK])/iv, float64(s.Output)/iv)
+		}
+		fmt.Fprintln(w, line)
+	}
+}

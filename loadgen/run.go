@@ -1,0 +1,509 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/inferprobe/inferprobe/loadgen/client"
+	"github.com/inferprobe/inferprobe/loadgen/prompt"
+	"github.com/inferprobe/inferprobe/loadgen/schedule"
+)
+
+// Sink receives every record the run produces, in order, from several goroutines
+// (artifact.Writer satisfies it). A Write error stops the run: records already accepted stay.
+type Sink interface {
+	Write(rec any) error
+}
+
+// Hooks let other producers (telemetry scrapers, span receivers) and the terminal observe the
+// run without reaching into it. Every field is optional. PhaseStart runs just before a
+// phase's first send, PhaseEnd just after its drain; both run on the phase's goroutine and
+// delay the phase while they run.
+type Hooks struct {
+	PhaseStart func(ctx context.Context, caseID, phase string)
+	PhaseEnd   func(ctx context.Context, caseID, phase string)
+	CaseStart  func(cs Case, offered int) // offered: scheduled arrivals, or the count (0 for duration closed loops)
+	Request    func(cs Case, phase string, status client.Outcome)
+	Warn       func(msg string) // a condition the user should know about (printed as "Warning: …")
+}
+
+// Runner executes the cases of a Config against its endpoint.
+type Runner struct {
+	cfg       *Config
+	client    *client.Client
+	sink      Sink
+	tok       prompt.Tokenizer
+	sessionID string
+	hooks     Hooks
+
+	// running counts HTTP calls still running, abandoned ones included, so that the next
+	// phase can wait for them (abandoned_requests).
+	running   atomic.Int64
+	runningMu sync.Mutex
+	idle      *sync.Cond
+
+	stats map[string]*CaseStats // by case id, measured phase only
+}
+
+// CaseStats are the measured-phase tallies of one case, for the end-of-run summary.
+type CaseStats struct {
+	Case     Case
+	ByStatus map[client.Outcome]int
+	TTFTms   []float64 // successful streaming requests with content
+	E2Ems    []float64 // successful requests
+	Output   int64     // output tokens of successful requests
+	Window   time.Duration
+	Drain    time.Duration
+}
+
+// NewRunner prepares a run. cfg must have passed Validate. tok sizes prompts and counts
+// tokens when the server reports no usage.
+func NewRunner(cfg *Config, c *client.Client, tok prompt.Tokenizer, sink Sink, sessionID string, hooks Hooks) *Runner {
+	r := &Runner{cfg: cfg, client: c, tok: tok, sink: sink, sessionID: sessionID, hooks: hooks, stats: map[string]*CaseStats{}}
+	r.idle = sync.NewCond(&r.runningMu)
+	return r
+}
+
+// Stats returns the measured-phase tallies per case in case order.
+func (r *Runner) Stats() []*CaseStats {
+	cases, _ := r.cfg.Cases()
+	var out []*CaseStats
+	for _, cs := range cases {
+		if s := r.stats[cs.ID]; s != nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Run executes every case in order: the cache reset (when configured), then warmup and
+// measured phases. It returns ctx.Err() when interrupted (the in-flight requests are
+// recorded as cancelled) and the first sink error otherwise.
+func (r *Runner) Run(ctx context.Context) error {
+	cases, err := r.cfg.Cases()
+	if err != nil {
+		return err
+	}
+	for _, cs := range cases {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		st := &CaseStats{Case: cs, ByStatus: map[client.Outcome]int{}}
+		r.stats[cs.ID] = st
+		// A cache reset must not race with calls abandoned by the previous case: the wait
+		// happens before it, and the case's first phase records it.
+		ab, err := r.waitAbandonedTimed(ctx)
+		if err != nil {
+			return err
+		}
+		if err := r.cacheState(ctx, cs); err != nil {
+			return err
+		}
+		if r.hooks.CaseStart != nil {
+			n, _ := r.cfg.phaseCount(PhaseMeasured)
+			if s, _ := r.cfg.schedule(cs, PhaseMeasured); s != nil {
+				n = len(s.Offsets)
+			}
+			r.hooks.CaseStart(cs, n)
+		}
+		for i, ph := range r.cfg.phases() {
+			if i > 0 {
+				if ab, err = r.waitAbandonedTimed(ctx); err != nil {
+					return err
+				}
+			}
+			if err := r.runPhase(ctx, cs, ph, st, ab); err != nil {
+				return err
+			}
+		}
+	}
+	_, err = r.waitAbandoned(ctx)
+	return err
+}
+
+// waitAbandoned blocks until no HTTP call of an earlier phase is running, or ctx ends.
+// It returns how many were running at the start.
+func (r *Runner) waitAbandoned(ctx context.Context) (int64, error) {
+	n := r.running.Load()
+	if n == 0 {
+		return 0, nil
+	}
+	done := make(chan struct{})
+	go func() {
+		r.runningMu.Lock()
+		for r.running.Load() > 0 && ctx.Err() == nil {
+			r.idle.Wait()
+		}
+		r.runningMu.Unlock()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return n, nil
+	case <-ctx.Done():
+		r.runningMu.Lock()
+		r.idle.Broadcast()
+		r.runningMu.Unlock()
+		<-done
+		return n, ctx.Err()
+	}
+}
+
+func (r *Runner) callStarted() { r.running.Add(1) }
+
+func (r *Runner) callEnded() {
+	if r.running.Add(-1) == 0 {
+		r.runningMu.Lock()
+		r.idle.Broadcast()
+		r.runningMu.Unlock()
+	}
+}
+
+// phase is one phase's mutable state.
+type phase struct {
+	r        *Runner
+	cs       Case
+	name     string
+	gen      *prompt.Generator
+	start    time.Time
+	deadline time.Time // drain deadline; zero while unknown or none
+	stats    *CaseStats
+
+	inFlight atomic.Int64
+	peak     atomic.Int64
+
+	mu      sync.Mutex
+	pending map[int]*attempt // in-flight requests by index
+	digests map[int]string   // prompt digests by request index (phase window's prompts_digest)
+	sinkErr error
+}
+
+// attempt is one request that has been dispatched; exactly one record is written for it,
+// by whoever wins done (its own completion, or the drain deadline).
+type attempt struct {
+	idx      int
+	worker   int
+	intended time.Time
+	held     bool
+	inFlight int // in flight at dispatch, this one included
+	prompt   prompt.Prompt
+	xReqID   string
+	traceID  string
+	sentNS   atomic.Int64 // unix ns just before the call; 0 until sent
+	done     atomic.Bool
+}
+
+func (p *phase) write(rec any) {
+	if err := p.r.sink.Write(rec); err != nil {
+		p.mu.Lock()
+		if p.sinkErr == nil {
+			p.sinkErr = err
+		}
+		p.mu.Unlock()
+	}
+}
+
+func (p *phase) noteStatus(st client.Outcome) {
+	if p.name == PhaseMeasured {
+		p.mu.Lock()
+		p.stats.ByStatus[st]++
+		p.mu.Unlock()
+	}
+	if p.r.hooks.Request != nil {
+		p.r.hooks.Request(p.cs, p.name, st)
+	}
+}
+
+func (r *Runner) runPhase(ctx context.Context, cs Case, name string, st *CaseStats, running abandonedWait) error {
+	gen, err := prompt.NewGenerator(prompt.Spec{
+		Mode: r.cfg.PromptMode, InputTokens: cs.InputTokens, SharedPrefixRatio: r.cfg.SharedPrefixRatio,
+		PrefixGroups: r.cfg.PrefixGroups, Seed: r.cfg.Seed, CaseID: cs.ID, Phase: name,
+	}, r.tok)
+	if err != nil {
+		return fmt.Errorf("prompts for %s: %w", cs.ID, err)
+	}
+	sched, err := r.cfg.schedule(cs, name)
+	if err != nil {
+		return err
+	}
+	p := &phase{r: r, cs: cs, name: name, gen: gen, stats: st, pending: map[int]*attempt{}, digests: map[int]string{}}
+	if r.hooks.PhaseStart != nil {
+		r.hooks.PhaseStart(ctx, cs.ID, name)
+	}
+	p.start = time.Now()
+	var windowEnd time.Time
+	if sched == nil {
+		windowEnd = p.runClosed(ctx)
+	} else {
+		windowEnd = p.runOpen(ctx, sched)
+	}
+	drained := time.Now()
+	if r.hooks.PhaseEnd != nil && ctx.Err() == nil {
+		r.hooks.PhaseEnd(ctx, cs.ID, name)
+	}
+	if err := ctx.Err(); err != nil {
+		return err // interrupted: the phase never recorded its window
+	}
+	if p.sinkErr != nil {
+		return p.sinkErr
+	}
+	if name == PhaseMeasured {
+		st.Window = windowEnd.Sub(p.start)
+		st.Drain = drained.Sub(windowEnd)
+	}
+	return r.sink.Write(p.windowRecord(sched, windowEnd, drained, running))
+}
+
+// abandonedWait is what the phase window records under abandoned_requests.
+type abandonedWait struct {
+	runningAtStart int64
+	waited         time.Duration
+	stillRunning   int64
+}
+
+func (r *Runner) waitAbandonedTimed(ctx context.Context) (abandonedWait, error) {
+	t0 := time.Now()
+	n, err := r.waitAbandoned(ctx)
+	return abandonedWait{runningAtStart: n, waited: time.Since(t0), stillRunning: r.running.Load()}, err
+}
+
+// runClosed runs a closed loop: Concurrency workers, each sending its next request when its
+// previous one finished. Counted phases end their window at the last send and have no drain
+// deadline (every request finishes or times out); duration phases end at the duration and
+// cancel what still runs at the drain deadline. It returns the window end.
+func (p *phase) runClosed(ctx context.Context) time.Time {
+	cfg := p.r.cfg
+	count, dur := cfg.phaseCount(p.name)
+	var next atomic.Int64
+	var lastSend atomic.Int64 // unix ns of the latest send
+	windowClose := time.Time{}
+	if dur > 0 {
+		windowClose = p.start.Add(dur)
+		p.deadline = windowClose.Add(cfg.DrainTimeout)
+	}
+	workers := p.cs.Concurrency
+	if workers < 1 {
+		workers = 1
+	}
+	var wg sync.WaitGroup
+	finished := make(chan struct{})
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(worker int) {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				now := time.Now()
+				if dur > 0 && !now.Before(windowClose) {
+					return
+				}
+				idx := int(next.Add(1) - 1)
+				if count > 0 && idx >= count {
+					return
+				}
+				a := &attempt{idx: idx, worker: worker, intended: now, inFlight: int(p.inFlight.Add(1))}
+				p.notePeak(int64(a.inFlight))
+				lastSend.Store(now.UnixNano())
+				p.send(ctx, a)
+			}
+		}(w)
+	}
+	go func() { wg.Wait(); close(finished) }()
+	if dur > 0 {
+		// Wait for the drain deadline or for every worker to finish.
+		t := time.NewTimer(time.Until(p.deadline))
+		defer t.Stop()
+		select {
+		case <-finished:
+		case <-t.C:
+			p.cancelPending(p.deadline)
+		case <-ctx.Done():
+			<-finished
+		}
+		return windowClose
+	}
+	<-finished
+	if ns := lastSend.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return p.start
+}
+
+// runOpen dispatches a fixed schedule at absolute target times, limited by MaxInFlight with
+// the overflow policy, then drains. It returns the window end.
+func (p *phase) runOpen(ctx context.Context, s *schedule.Schedule) time.Time {
+	cfg := p.r.cfg
+	_, dur := cfg.phaseCount(p.name)
+	slots := make(chan struct{}, cfg.MaxInFlight)
+	var windowEnd time.Time
+	if dur > 0 {
+		windowEnd = p.start.Add(dur)
+		p.deadline = windowEnd.Add(cfg.DrainTimeout)
+	}
+	var deadlineC <-chan time.Time
+	if dur > 0 {
+		t := time.NewTimer(time.Until(p.deadline))
+		defer t.Stop()
+		deadlineC = t.C
+	}
+	var wg sync.WaitGroup
+	lastSend := p.start
+dispatch:
+	for i, off := range s.Offsets {
+		target := p.start.Add(off)
+		if err := schedule.WaitUntil(ctx, target); err != nil {
+			break
+		}
+		a := &attempt{idx: i, intended: target}
+		select {
+		case slots <- struct{}{}:
+		default:
+			if cfg.Overflow == OverflowDrop {
+				p.drop(a, fmt.Sprintf("in-flight limit of %d reached", cfg.MaxInFlight), time.Now())
+				continue
+			}
+			a.held = true
+			select {
+			case slots <- struct{}{}:
+			case <-deadlineC:
+				// The hold ends at the drain deadline: this arrival and every one behind it
+				// are dropped, never sent.
+				now := time.Now()
+				for j := i; j < len(s.Offsets); j++ {
+					b := &attempt{idx: j, intended: p.start.Add(s.Offsets[j]), held: true}
+					p.drop(b, "drain deadline passed while held for a slot", now)
+				}
+				deadlineC = nil
+				break dispatch
+			case <-ctx.Done():
+				break dispatch
+			}
+		}
+		a.inFlight = int(p.inFlight.Add(1))
+		p.notePeak(int64(a.inFlight))
+		lastSend = time.Now()
+		wg.Add(1)
+		go func(a *attempt) {
+			defer wg.Done()
+			defer func() { <-slots }()
+			p.send(ctx, a)
+		}(a)
+	}
+	if dur == 0 {
+		windowEnd = lastSend
+		p.deadline = windowEnd.Add(cfg.DrainTimeout)
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	if deadlineC == nil && dur > 0 {
+		// The deadline already fired while holding: everything still running is cancelled now.
+		p.cancelPending(p.deadline)
+		return windowEnd
+	}
+	t := time.NewTimer(time.Until(p.deadline))
+	defer t.Stop()
+	select {
+	case <-finished:
+	case <-t.C:
+		p.cancelPending(p.deadline)
+	case <-ctx.Done():
+		<-finished
+	}
+	return windowEnd
+}
+
+func (p *phase) notePeak(n int64) {
+	for {
+		old := p.peak.Load()
+		if n <= old || p.peak.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
+// cancelPending records every request still running at the drain deadline as cancelled. The
+// HTTP calls run on (abandoned) until they finish or time out; their results are discarded.
+func (p *phase) cancelPending(at time.Time) {
+	p.mu.Lock()
+	var list []*attempt
+	for _, a := range p.pending {
+		list = append(list, a)
+	}
+	p.mu.Unlock()
+	sort.Slice(list, func(i, j int) bool { return list[i].idx < list[j].idx })
+	for _, a := range list {
+		if a.done.CompareAndSwap(false, true) {
+			p.write(p.cancelledRecord(a, at))
+			p.noteStatus(client.Cancelled)
+		}
+	}
+}
+
+// drop records an arrival that was never sent.
+func (p *phase) drop(a *attempt, why string, at time.Time) {
+	pr := p.gen.Prompt(a.idx)
+	a.prompt = pr
+	p.mu.Lock()
+	p.digests[a.idx] = pr.Digest
+	p.mu.Unlock()
+	a.prompt.Text = ""
+	p.write(p.droppedRecord(a, why, at))
+	p.noteStatus(client.Dropped)
+}
+
+// send builds the request at send time, runs it, and records its result unless the drain
+// deadline already recorded it as cancelled.
+func (p *phase) send(ctx context.Context, a *attempt) {
+	cfg := p.r.cfg
+	a.prompt = p.gen.Prompt(a.idx)
+	a.xReqID = fmt.Sprintf("inferprobe-%s-%s", cfg.RunID, p.requestID(a))
+	a.traceID = newTraceID()
+	body, berr := buildBody(cfg, a.prompt.Text, p.cs.OutputTokens)
+	call := client.Call{URL: cfg.Endpoint, Header: buildHeader(cfg, a.xReqID, a.traceID), Body: body, Stream: cfg.Stream, Timeout: cfg.Timeout}
+	p.mu.Lock()
+	p.pending[a.idx] = a
+	p.digests[a.idx] = a.prompt.Digest
+	p.mu.Unlock()
+	a.sentNS.Store(time.Now().UnixNano())
+	var res client.Result
+	if berr != nil {
+		now := time.Now()
+		res = client.Result{Outcome: client.Error, ErrorType: client.ErrTypeInvalidRequest, ErrorMessage: berr.Error(), Start: now, End: now}
+	} else {
+		p.r.callStarted()
+		res = p.r.client.Do(ctx, call)
+		p.r.callEnded()
+	}
+	p.inFlight.Add(-1)
+	p.mu.Lock()
+	delete(p.pending, a.idx)
+	p.mu.Unlock()
+	if !a.done.CompareAndSwap(false, true) {
+		return // recorded as cancelled at the drain deadline; this call was abandoned
+	}
+	rec := p.resultRecord(a, &res)
+	a.prompt.Text = "" // prompts are freed once the request is done
+	p.write(rec)
+	p.noteStatus(res.Outcome)
+	if p.name == PhaseMeasured && res.Outcome == client.OK {
+		p.mu.Lock()
+		if !res.FirstToken.IsZero() {
+			p.stats.TTFTms = append(p.stats.TTFTms, ms(res.FirstToken.Sub(res.Start)))
+		}
+		p.stats.E2Ems = append(p.stats.E2Ems, ms(res.End.Sub(res.Start)))
+		if n := outputTokensOf(rec); n > 0 {
+			p.stats.Output += n
+		}
+		p.mu.Unlock()
+	}
+}
+
+// requestID is "<case_id>_<phase>_<worker>_<index>" (the contract's request_id).
+func (p *phase) requestID(a *attempt) string {
+	return fmt.Sprintf("%s_%s_%d_%d", p.cs.ID, p.name, a.worker, a.idx)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
