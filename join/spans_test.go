@@ -1,0 +1,94 @@
+package join
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestCandidateRequestIDs(t *testing.T) {
+	x := "inferprobe-run-1-c8_in512_out128_measured_0_3"
+	cases := map[string]bool{
+		"chatcmpl-" + x:               true, // V1 chat
+		"cmpl-" + x + "-0":            true, // completions prompt index
+		"chatcmpl-" + x + "-1a2b3c4d": true, // internal uniquifying suffix
+		"2_chatcmpl-" + x:             true, // pre-2025-12 parallel sampling child
+		x:                             true,
+		"chatcmpl-other":              false,
+		"":                            false,
+	}
+	for id, want := range cases {
+		got := false
+		for _, c := range CandidateRequestIDs(id) {
+			if c == x {
+				got = true
+			}
+		}
+		if got != want {
+			t.Errorf("%q: candidates %v, want %s found=%v", id, CandidateRequestIDs(id), x, want)
+		}
+	}
+}
+
+func span(trace, id, name, genID, digest string) Span {
+	return Span{TraceID: trace, SpanID: id, Name: name, GenAIRequestID: genID, Digest: digest,
+		Attributes: map[string]any{"gen_ai.latency.e2e": 0.5}}
+}
+
+func TestSpansJoinRules(t *testing.T) {
+	reqs := []Request{
+		{XRequestID: "x-a", TraceID: "ta", Measured: true},
+		{XRequestID: "x-b", TraceID: "tb", Measured: true},
+		{XRequestID: "x-c", TraceID: "tc", Measured: true},
+		{XRequestID: "x-d", TraceID: "td", Measured: true},
+		{XRequestID: "x-w", TraceID: "tw", Measured: false},
+		{XRequestID: "", Measured: true}, // dropped: never sent
+		{XRequestID: "x-e", TraceID: "te", Measured: true},
+	}
+	spans := []Span{
+		span("ta", "1", "llm_request", "chatcmpl-x-a", "d1"),
+		span("ta", "1", "llm_request", "chatcmpl-x-a", "d1"), // identical re-delivery
+		span("ta", "1", "llm_request", "chatcmpl-x-a", "d1"), // and again
+		span("tb", "2", "llm_request", "chatcmpl-x-b", "d2"),
+		span("tb", "2", "llm_request", "chatcmpl-x-b", "other"), // conflicting re-delivery
+		span("tc", "3", "llm_request", "chatcmpl-x-c", "d3"),
+		span("tc", "4", "llm_request", "chatcmpl-x-c", "d4"), // a second distinct span
+		span("tw", "5", "llm_request", "chatcmpl-x-w", "d5"), // warmup
+		span("zz", "6", "llm_request", "chatcmpl-elsewhere", "d6"),
+		span("zz", "7", "llm_request", "", "d7"),
+		span("zz", "8", "http_request", "chatcmpl-x-d", "d8"),
+		span("te", "9", "llm_request", "", "d9"), // no id attribute, but our trace id
+	}
+	r := Spans(reqs, spans)
+	if r.Deliveries != 12 || r.Total != 9 || r.Duplicates != 2 || r.ConflictingDuplicates != 1 {
+		t.Fatalf("deliveries %d total %d duplicates %d conflicting %d", r.Deliveries, r.Total, r.Duplicates, r.ConflictingDuplicates)
+	}
+	wantJoined := map[string]string{"x-a": "both", "x-e": "trace_id"}
+	if !reflect.DeepEqual(r.JoinedBy, wantJoined) || len(r.Joined) != 2 {
+		t.Fatalf("joined %v", r.JoinedBy)
+	}
+	if !reflect.DeepEqual(r.Quarantined, map[string]string{"x-b": ConflictingSpans, "x-c": MultipleSpans}) {
+		t.Fatalf("quarantined %v", r.Quarantined)
+	}
+	want := map[string]int{NoRequestID: 1, RequestNotInRun: 1, WarmupRequest: 1, NotARequestSpan: 1}
+	if !reflect.DeepEqual(r.UnjoinedByReason, want) {
+		t.Fatalf("unjoined %v", r.UnjoinedByReason)
+	}
+	if r.Joined["x-a"]["gen_ai.latency.e2e"] != 0.5 {
+		t.Fatal("joined attributes are the span's own")
+	}
+}
+
+func FuzzCandidateRequestIDs(f *testing.F) {
+	for _, s := range []string{"chatcmpl-abc", "cmpl-x-0", "1_chatcmpl-y-deadbeef", "-", "_", "chatcmpl-"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c := CandidateRequestIDs(s)
+		if s != "" && (len(c) == 0 || c[0] != s) {
+			t.Fatalf("first candidate of %q is %v", s, c)
+		}
+		if len(c) > 64 {
+			t.Fatalf("%d candidates", len(c))
+		}
+	})
+}
