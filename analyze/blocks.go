@@ -20,20 +20,20 @@ type Spread4 struct {
 	Max *float64 `json:"max"`
 }
 
+// spread95 summarises values, reordering them (callers pass a slice they own).
 func spread95(values []float64) Spread95 {
 	if len(values) == 0 {
 		return Spread95{}
 	}
-	s := sortedCopy(values)
-	return Spread95{P50: quantilePtr(s, 0.5), P95: quantilePtr(s, 0.95), Max: f64Ptr(s[len(s)-1])}
+	return Spread95{P50: quantileInPlacePtr(values, 0.5), P95: quantileInPlacePtr(values, 0.95), Max: quantileInPlacePtr(values, 1)}
 }
 
+// spread4 summarises values, reordering them (callers pass a slice they own).
 func spread4(values []float64) Spread4 {
 	if len(values) == 0 {
 		return Spread4{}
 	}
-	s := sortedCopy(values)
-	return Spread4{Min: f64Ptr(s[0]), P50: quantilePtr(s, 0.5), P95: quantilePtr(s, 0.95), Max: f64Ptr(s[len(s)-1])}
+	return Spread4{Min: quantileInPlacePtr(values, 0), P50: quantileInPlacePtr(values, 0.5), P95: quantileInPlacePtr(values, 0.95), Max: quantileInPlacePtr(values, 1)}
 }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
@@ -335,9 +335,8 @@ func LegacyLatency(requests []Request) map[string]*float64 {
 	}
 	out := map[string]*float64{}
 	put := func(name string, values []float64, levels ...int) {
-		s := sortedCopy(values)
 		for _, l := range levels {
-			out[name+"_p"+itoa(l)] = quantilePtr(s, float64(l)/100)
+			out[name+"_p"+itoa(l)] = quantileInPlacePtr(values, float64(l)/100)
 		}
 	}
 	put("e2e", e2e, 50, 95, 99)

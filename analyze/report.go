@@ -172,10 +172,11 @@ func Analyze(a *artifact.Artifact, opts Options) (*Report, error) {
 }
 
 // AnalyzeContext computes the version-2 report over the artifact's measured requests
-// (phase "measured"), case by case in case_id order, checking ctx between cases. Errors: an
-// artifact without an infer.session or infer.request v1 record (artifact.Validate), or with
-// an unusable infer.slo record that no opts.Policy overrides (ErrSLORecord) — both match
-// artifact.ErrInvalidArtifact — and ctx's error.
+// (phase "measured"), case by case in case_id order, checking ctx between cases; it is
+// AnalyzeInput(ctx, NewInput(a), opts). Errors: an artifact without an infer.session or
+// infer.request v1 record (artifact.Validate), or with an unusable infer.slo record that no
+// opts.Policy overrides (ErrSLORecord) — both match artifact.ErrInvalidArtifact — and ctx's
+// error.
 func AnalyzeContext(ctx context.Context, a *artifact.Artifact, opts Options) (*Report, error) {
 	if a == nil {
 		return nil, fmt.Errorf("%w: no artifact", artifact.ErrInvalidArtifact)
@@ -183,6 +184,21 @@ func AnalyzeContext(ctx context.Context, a *artifact.Artifact, opts Options) (*R
 	if err := a.Validate(); err != nil {
 		return nil, err
 	}
+	return AnalyzeInput(ctx, NewInput(a), opts)
+}
+
+// AnalyzeInput computes the version-2 report of a prepared artifact (NewInput, or ReadInput
+// for a file streamed without keeping its decoded requests), case by case in case_id order,
+// checking ctx between cases. It first sets the server-evidence fields of every request from
+// opts.Server (joined by x_request_id; cleared without one). Errors: an input without an
+// infer.session or infer.request v1 record (Input.Validate), or with an unusable infer.slo
+// record that no opts.Policy overrides (ErrSLORecord) — both match
+// artifact.ErrInvalidArtifact — and ctx's error.
+func AnalyzeInput(ctx context.Context, in *Input, opts Options) (*Report, error) {
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	a := in.Artifact
 	rule := opts.Rule
 	if rule == (Rule{}) {
 		rule = DefaultRule
@@ -201,24 +217,28 @@ func AnalyzeContext(ctx context.Context, a *artifact.Artifact, opts Options) (*R
 	rep.Workload = workloadSummary(a.Workload)
 	rep.Telemetry = telemetry(a)
 
-	byCase := map[string][]int{}
 	sum := Summary{FailuresByStatus: map[string]int{}}
-	for i := range a.Requests {
-		r := &a.Requests[i]
-		if r.Phase != artifact.PhaseMeasured {
+	ids := make([]string, 0, len(in.Cases))
+	for id, requests := range in.Cases {
+		if len(requests) == 0 {
 			continue
 		}
-		byCase[r.CaseID] = append(byCase[r.CaseID], i)
-		sum.TotalRequests++
-		if r.Status == StatusOK {
-			sum.SuccessfulRequests++
-		} else {
-			sum.FailedRequests++
-			sum.FailuresByStatus[r.Status]++
+		ids = append(ids, id)
+		for i := range requests {
+			r := &requests[i]
+			joinServer(r, opts.Server)
+			sum.TotalRequests++
+			if r.Status == StatusOK {
+				sum.SuccessfulRequests++
+			} else {
+				sum.FailedRequests++
+				sum.FailuresByStatus[r.Status]++
+			}
 		}
 	}
+	sort.Strings(ids)
 	sum.FailureRate = share(sum.FailedRequests, sum.TotalRequests)
-	sum.CaseCount = len(byCase)
+	sum.CaseCount = len(ids)
 	if n := len(a.Sessions); n > 0 {
 		sum.SessionStatus = strPtr(a.Sessions[n-1].Status)
 	}
@@ -238,37 +258,28 @@ func AnalyzeContext(ctx context.Context, a *artifact.Artifact, opts Options) (*R
 		caches[a.CacheStates[i].CaseID] = &a.CacheStates[i]
 	}
 	samples := systemSamples(a.Others)
-	ids := make([]string, 0, len(byCase))
-	for id := range byCase {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
 	for _, id := range ids {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		requests := make([]Request, len(byCase[id]))
-		for j, i := range byCase[id] {
-			requests[j] = fromArtifact(&a.Requests[i], opts.Server)
-		}
-		in := CaseInput{
+		c := CaseInput{
 			CaseID:           id,
-			Requests:         requests,
+			Requests:         in.Cases[id],
 			Window:           fromWindow(windows[id]),
 			WorkloadRecorded: a.Workload != nil,
 			Scheduler:        opts.Scheduler,
 			ServerSource:     opts.Server != nil,
 		}
 		if a.Workload != nil {
-			in.Seed = a.Workload.Seed
-			in.Measurement = &Measurement{RequestCount: a.Workload.Measurement.RequestCount, DurationSeconds: a.Workload.Measurement.DurationSeconds}
+			c.Seed = a.Workload.Seed
+			c.Measurement = &Measurement{RequestCount: a.Workload.Measurement.RequestCount, DurationSeconds: a.Workload.Measurement.DurationSeconds}
 			for k := range a.Workload.Cases {
-				if c := &a.Workload.Cases[k]; c.CaseID == id {
-					in.Arrival = fromArrival(c.Arrival)
+				if wc := &a.Workload.Cases[k]; wc.CaseID == id {
+					c.Arrival = fromArrival(wc.Arrival)
 				}
 			}
 		}
-		rep.Cases[id] = caseReport(in, rule, policy, source, caches[id], samples, opts.Server != nil && len(opts.Server.Spans) > 0)
+		rep.Cases[id] = caseReport(c, rule, policy, source, caches[id], samples, opts.Server != nil && len(opts.Server.Spans) > 0)
 	}
 	return rep, nil
 }
@@ -375,22 +386,30 @@ func fromArtifact(r *artifact.Request, server *ServerEvidence) Request {
 		PrefixGroup:        r.PrefixGroup,
 		SharedPrefixTokens: r.SharedPrefixTokens,
 	}
-	if server != nil && r.XRequestID != nil && r.Status != StatusDropped {
-		id := *r.XRequestID
-		if attrs, ok := server.Spans[id]; ok {
-			out.Span = attrs
-			out.ServerAdmitted = true
-		}
-		if reason, ok := server.Quarantined[id]; ok {
-			out.Span = nil
-			out.SpanMissingReason = reason
-			out.ServerAdmitted = true
-		}
-		if server.Admitted[id] {
-			out.ServerAdmitted = true
-		}
-	}
+	joinServer(&out, server)
 	return out
+}
+
+// joinServer sets the request's server-evidence fields from server by x_request_id (a
+// dropped request was never sent, so it joins nothing); without evidence they are cleared.
+func joinServer(r *Request, server *ServerEvidence) {
+	r.Span, r.SpanMissingReason, r.ServerAdmitted = nil, "", false
+	if server == nil || r.XRequestID == nil || r.Status == StatusDropped {
+		return
+	}
+	id := *r.XRequestID
+	if attrs, ok := server.Spans[id]; ok {
+		r.Span = attrs
+		r.ServerAdmitted = true
+	}
+	if reason, ok := server.Quarantined[id]; ok {
+		r.Span = nil
+		r.SpanMissingReason = reason
+		r.ServerAdmitted = true
+	}
+	if server.Admitted[id] {
+		r.ServerAdmitted = true
+	}
 }
 
 func fromWindow(w *artifact.PhaseWindow) *PhaseWindow {

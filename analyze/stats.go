@@ -361,3 +361,121 @@ func sortedCopy(values []float64) []float64 {
 	sort.Float64s(out)
 	return out
 }
+
+// quantileInPlace returns Quantile(sorted values, p) — the same value (up to the sign of a
+// zero: -0 and +0 compare equal, so a sort orders them arbitrarily too) — without sorting: it reorders values (which the caller owns) by selection, in O(n) expected time
+// with an O(n log n) bound. Values containing NaN are sorted instead (sort.Float64s order).
+// ok is false when values is empty or p is outside [0, 1].
+func quantileInPlace(values []float64, p float64) (value float64, ok bool) {
+	n := len(values)
+	if n == 0 || !(p >= 0 && p <= 1) {
+		return 0, false
+	}
+	for _, v := range values {
+		if v != v {
+			sort.Float64s(values)
+			return Quantile(values, p)
+		}
+	}
+	rank := p * float64(n-1)
+	lower := int(math.Floor(rank))
+	if lower >= n-1 {
+		return maxOf(values), true
+	}
+	selectKth(values, lower)
+	weight := rank - float64(lower)
+	a := values[lower]
+	b := minOf(values[lower+1:]) // the (lower+1)-th order statistic
+	if weight == 0 || a == b {
+		return a, true
+	}
+	return a + weight*(b-a), true
+}
+
+func quantileInPlacePtr(values []float64, p float64) *float64 {
+	v, ok := quantileInPlace(values, p)
+	if !ok {
+		return nil
+	}
+	return &v
+}
+
+func minOf(values []float64) float64 {
+	m := values[0]
+	for _, v := range values[1:] {
+		if v < m {
+			m = v
+		}
+	}
+	return m
+}
+
+func maxOf(values []float64) float64 {
+	m := values[0]
+	for _, v := range values[1:] {
+		if v > m {
+			m = v
+		}
+	}
+	return m
+}
+
+// selectKth reorders v (no NaN) so that v[k] is its k-th smallest value (0-based), every
+// element before it ≤ v[k] and every element after it ≥ v[k]: Hoare partitioning around a
+// median-of-three pivot, falling back to sorting the remaining range after 2·log2(n)
+// rounds so that adversarial input stays O(n log n).
+func selectKth(v []float64, k int) {
+	lo, hi := 0, len(v)-1
+	budget := 2 * bitsLen(len(v))
+	for hi > lo {
+		if budget == 0 || hi-lo < 16 {
+			sort.Float64s(v[lo : hi+1])
+			return
+		}
+		budget--
+		mid := lo + (hi-lo)/2
+		// median of three into v[mid]
+		if v[mid] < v[lo] {
+			v[mid], v[lo] = v[lo], v[mid]
+		}
+		if v[hi] < v[lo] {
+			v[hi], v[lo] = v[lo], v[hi]
+		}
+		if v[hi] < v[mid] {
+			v[hi], v[mid] = v[mid], v[hi]
+		}
+		pivot := v[mid]
+		i, j := lo, hi
+		for i <= j {
+			for v[i] < pivot {
+				i++
+			}
+			for v[j] > pivot {
+				j--
+			}
+			if i <= j {
+				v[i], v[j] = v[j], v[i]
+				i++
+				j--
+			}
+		}
+		// now v[lo..j] ≤ pivot ≤ v[i..hi], and v[j+1..i-1] == pivot
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return
+		}
+	}
+}
+
+func bitsLen(n int) int {
+	b := 0
+	for n > 0 {
+		b++
+		n >>= 1
+	}
+	return b
+}

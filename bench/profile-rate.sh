@@ -30,7 +30,7 @@ for rate in $RATES; do
     --extra-body '{"ignore_eos": true}' --max-in-flight 4096 --seed 1 --quiet --output "$out" >/dev/null || true
   read -r user sys <"$work/time"
   line=$("$work/ratecheck" "$out")
-  n=$(grep -c '"phase":"measured"' "$out" || true)
+  n=$(grep '"event_type":"infer.request"' "$out" | grep -c '"phase":"measured"' || true)
   cpu=$(awk -v u="$user" -v s="$sys" -v n="$n" 'BEGIN { printf "%.3f", (u + s) * 1000 / n }')
   echo "rate=$rate requests=$n cpu_s_per_1000=$cpu $line"
 done

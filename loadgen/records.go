@@ -197,13 +197,6 @@ func (p *phase) countTokens(rec *artifact.Request, res *client.Result) {
 	}
 }
 
-func outputTokensOf(rec *artifact.Request) int64 {
-	if rec.OutputTokens == nil {
-		return 0
-	}
-	return *rec.OutputTokens
-}
-
 // sentAt is when the attempt was sent, as recorded by send (the intended time until then).
 func (a *attempt) sentAt() time.Time {
 	if ns := a.sentNS.Load(); ns != 0 {

@@ -49,15 +49,11 @@ type Runner struct {
 	stats map[string]*CaseStats // by case id, measured phase only
 }
 
-// CaseStats are the measured-phase tallies of one case, for the end-of-run summary.
+// CaseStats are the measured-phase outcome counts of one case (the exit code depends on
+// them; everything else a report says comes from the artifact).
 type CaseStats struct {
 	Case     Case
 	ByStatus map[client.Outcome]int
-	TTFTms   []float64 // successful streaming requests with content
-	E2Ems    []float64 // successful requests
-	Output   int64     // output tokens of successful requests
-	Window   time.Duration
-	Drain    time.Duration
 }
 
 // NewRunner prepares a run. cfg must have passed Validate. tok sizes prompts and counts
@@ -250,10 +246,6 @@ func (r *Runner) runPhase(ctx context.Context, cs Case, name string, st *CaseSta
 	}
 	if p.sinkErr != nil {
 		return p.sinkErr
-	}
-	if name == PhaseMeasured {
-		st.Window = windowEnd.Sub(p.start)
-		st.Drain = drained.Sub(windowEnd)
 	}
 	return r.sink.Write(p.windowRecord(sched, windowEnd, drained, running))
 }
@@ -488,17 +480,6 @@ func (p *phase) send(ctx context.Context, a *attempt) {
 	a.prompt.Text = "" // prompts are freed once the request is done
 	p.write(rec)
 	p.noteStatus(res.Outcome)
-	if p.name == PhaseMeasured && res.Outcome == client.OK {
-		p.mu.Lock()
-		if !res.FirstToken.IsZero() {
-			p.stats.TTFTms = append(p.stats.TTFTms, ms(res.FirstToken.Sub(res.Start)))
-		}
-		p.stats.E2Ems = append(p.stats.E2Ems, ms(res.End.Sub(res.Start)))
-		if n := outputTokensOf(rec); n > 0 {
-			p.stats.Output += n
-		}
-		p.mu.Unlock()
-	}
 }
 
 // requestID is "<case_id>_<phase>_<worker>_<index>" (the contract's request_id).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/loadgen"
 	"github.com/inferprobe/inferprobe/loadgen/prompt"
 	"github.com/inferprobe/inferprobe/loadgen/schedule"
@@ -19,7 +20,8 @@ func init() { verbs = append(verbs, newDemoCmd) }
 
 // newDemoCmd is `inferprobe demo`: the README's main command. It starts the simulated engine
 // in-process, profiles it with a small closed-loop case and a small Poisson case (streaming,
-// with warmup), and prints the summaries and the artifacts' paths.
+// with warmup, an SLO of TTFT ≤ 100 ms and e2e ≤ 1.5 s, and a prefix-cache reset before the
+// Poisson case), and prints the reports and the artifacts' paths.
 func newDemoCmd() *cobra.Command {
 	var dir string
 	var quiet bool
@@ -61,9 +63,14 @@ func newDemoCmd() *cobra.Command {
 				}},
 				{"Poisson arrivals at 20 req/s", "demo-poisson.jsonl", loadgen.Config{
 					Arrival: schedule.Poisson, Rates: []float64{20}, Requests: 100, WarmupRequests: 4,
-					PromptMode: prompt.Unique,
+					PromptMode: prompt.Unique, CacheState: loadgen.CacheCold,
 				}},
 			}
+			policy, err := analyze.ParseSLOFlags([]string{"ttft:100", "e2e:1500"})
+			if err != nil {
+				return withCode(exitUnexpected, err)
+			}
+			slo := &sloPolicy{policy, analyze.SourceFlags}
 			code := 0
 			for _, r := range runs {
 				c := r.cfg
@@ -74,11 +81,14 @@ func newDemoCmd() *cobra.Command {
 				c.Stream, c.StreamUsage = true, true
 				c.InputTokens, c.OutputTokens = []int{256}, []int{64}
 				c.Seed = time.Now().UnixNano() // fresh prompts per demo run (nothing is cached yet)
+				if c.CacheState == loadgen.CacheCold {
+					c.CacheResetURL = srv.URL() + "/reset_prefix_cache"
+				}
 				if err := c.Validate(); err != nil {
 					return withCode(exitUnexpected, err)
 				}
 				fmt.Fprintf(out, "\n== %s\n", r.title)
-				err := runProfile(ctx, out, errw, &c, tok, "auto", filepath.Join(dir, r.file), quiet, nil)
+				err := runProfile(ctx, out, errw, &c, tok, "auto", filepath.Join(dir, r.file), quiet, slo, nil)
 				if ee, ok := err.(*exitError); ok && ee.code == exitInterrupted {
 					return err
 				} else if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
+	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/loadgen"
 	"github.com/inferprobe/inferprobe/loadgen/client"
@@ -50,6 +52,8 @@ type profileFlags struct {
 	tokenizer, tiktokenEncoding                     string
 	strictTokenCounts                               bool
 	quiet                                           bool
+	slo                                             []string
+	sloFile                                         string
 }
 
 func newProfileCmd() *cobra.Command {
@@ -77,7 +81,11 @@ Exit codes: 0 a measured request succeeded; 3 none did (the artifact is complete
 			if pf.output == "" {
 				return usageErrorf("--output is required")
 			}
-			return runProfile(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, tok, tokName, pf.output, pf.quiet, nil)
+			policy, err := pf.policy()
+			if err != nil {
+				return err
+			}
+			return runProfile(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, tok, tokName, pf.output, pf.quiet, policy, nil)
 		},
 	}
 	f := cmd.Flags()
@@ -120,7 +128,40 @@ Exit codes: 0 a measured request succeeded; 3 none did (the artifact is complete
 	f.StringVar(&pf.tiktokenEncoding, "tiktoken-encoding", "cl100k_base", "tiktoken encoding (embedded; no download)")
 	f.BoolVar(&pf.strictTokenCounts, "strict-token-counts", false, "refuse to run with estimated token counts")
 	f.BoolVarP(&pf.quiet, "quiet", "q", false, "no progress line")
+	f.StringArrayVar(&pf.slo, "slo", nil, "SLO criterion KEY:MS, repeatable (e.g. ttft:500, e2e:2000, server.queue:100); recorded as infer.slo")
+	f.StringVar(&pf.sloFile, "slo-file", "", "SLO policy document (JSON); recorded as infer.slo")
 	return cmd
+}
+
+// sloPolicy is a policy given on the command line, with where it came from.
+type sloPolicy struct {
+	policy *analyze.Policy
+	source string // analyze.SourceFlags or analyze.SourceFile
+}
+
+// policy parses --slo / --slo-file: both → exit 2, a bad --slo → exit 2, a bad file → exit 5.
+// A file used by profile must judge over the measured window.
+func (pf *profileFlags) policy() (*sloPolicy, error) {
+	switch {
+	case len(pf.slo) > 0 && pf.sloFile != "":
+		return nil, usageErrorf("--slo and --slo-file are mutually exclusive")
+	case len(pf.slo) > 0:
+		p, err := analyze.ParseSLOFlags(pf.slo)
+		if err != nil {
+			return nil, usageErrorf("%v", err)
+		}
+		return &sloPolicy{p, analyze.SourceFlags}, nil
+	case pf.sloFile != "":
+		p, err := analyze.ParsePolicyFile(pf.sloFile)
+		if err != nil {
+			return nil, withCode(exitBadInput, err)
+		}
+		if p.Interval.Kind != analyze.IntervalMeasuredWindow {
+			return nil, usageErrorf("--slo-file: profile records policies judged over the measured window (interval.kind %q)", p.Interval.Kind)
+		}
+		return &sloPolicy{p, analyze.SourceFile}, nil
+	}
+	return nil, nil
 }
 
 // seconds converts a flag value in seconds; NaN and ±Inf are refused.
@@ -277,7 +318,7 @@ type profileResult struct {
 // runProfile runs a validated configuration and writes the artifact at output. It prints
 // warnings and progress on stderr, the summary on stdout, and returns an exitError for
 // every code but 0. res, when non-nil, receives what the run learned.
-func runProfile(ctx context.Context, stdout, stderr io.Writer, cfg *loadgen.Config, tok prompt.Tokenizer, tokName, output string, quiet bool, res *profileResult) error {
+func runProfile(ctx context.Context, stdout, stderr io.Writer, cfg *loadgen.Config, tok prompt.Tokenizer, tokName, output string, quiet bool, slo *sloPolicy, res *profileResult) error {
 	for _, w := range profileWarnings(cfg) {
 		fmt.Fprintf(stderr, "Warning: %s\n", w)
 	}
@@ -298,7 +339,16 @@ func runProfile(ctx context.Context, stdout, stderr io.Writer, cfg *loadgen.Conf
 		_ = w.Close()
 		return withCode(exitUnexpected, werr)
 	}
-	for _, rec := range []any{first, artifact.NewArtifactHeader(cfg.RunID, sessionID, version, started.UnixNano(), host, os.Getpid()), workload} {
+	head := []any{first, artifact.NewArtifactHeader(cfg.RunID, sessionID, version, started.UnixNano(), host, os.Getpid()), workload}
+	if slo != nil {
+		doc, err := json.Marshal(slo.policy.Document())
+		if err != nil {
+			_ = w.Close()
+			return withCode(exitUnexpected, err)
+		}
+		head = append(head, &artifact.SLORecord{SessionID: sessionID, Source: slo.source, Digest: slo.policy.Digest(), SLO: doc})
+	}
+	for _, rec := range head {
 		if err := w.Write(rec); err != nil {
 			_ = w.Close()
 			return withCode(exitUnexpected, err)
@@ -358,7 +408,17 @@ func runProfile(ctx context.Context, stdout, stderr io.Writer, cfg *loadgen.Conf
 	if res != nil {
 		*res = profileResult{artifactPath: output, stats: stats, status: status}
 	}
-	printSummary(stdout, stats, status)
+	// The report is computed from the artifact alone, as `inferprobe analyze` would.
+	if rep, aerr := analyzeArtifactReportContext(context.WithoutCancel(ctx), output, analyze.Options{}); aerr != nil {
+		fmt.Fprintf(stderr, "Warning: the report could not be computed: %v\n", aerr)
+	} else {
+		for _, w := range rep.Warnings {
+			fmt.Fprintf(stderr, "Warning: %s\n", w)
+		}
+		if err := analyze.RenderText(stdout, rep); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
 	fmt.Fprintf(stdout, "Artifact: %s\n", output)
 	switch {
 	case interrupted:

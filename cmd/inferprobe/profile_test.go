@@ -42,8 +42,11 @@ func startSim(t *testing.T, mod func(*sim.Config)) *sim.Server {
 
 // runQuiet runs the command in-process with stdout/stderr discarded by the test log.
 func runQuiet(args ...string) int {
+	if os.Getenv("INFERPROBE_TEST_VERBOSE") != "" {
+		return run(args)
+	}
 	stdout, stderr := os.Stdout, os.Stderr
-	devnull, _ := os.Open(os.DevNull)
+	devnull, _ := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	os.Stdout, os.Stderr = devnull, devnull
 	defer func() { os.Stdout, os.Stderr = stdout, stderr; devnull.Close() }()
 	return run(args)

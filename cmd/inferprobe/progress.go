@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -140,58 +138,4 @@ func (p *progress) draw() {
 	}
 	fmt.Fprintf(p.w, "\r\033[K%s: %d/%s done, ok %d, failed %d, %.1f req/s", p.cs.ID, p.done, offered, p.ok, p.failed, rate)
 	p.drawn = true
-}
-
-// percentile is the linear-interpolation quantile at rank q·(n−1) of sorted values.
-func percentile(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	r := q * float64(len(sorted)-1)
-	i := int(r)
-	if i+1 >= len(sorted) {
-		return sorted[len(sorted)-1]
-	}
-	return sorted[i] + (r-float64(i))*(sorted[i+1]-sorted[i])
-}
-
-// printSummary prints one line per case of the measured phase.
-func printSummary(w io.Writer, stats []*loadgen.CaseStats, status string) {
-	if status != "completed" {
-		fmt.Fprintf(w, "Session status: %s\n", status)
-	}
-	for _, s := range stats {
-		total := 0
-		var failures []string
-		keys := make([]string, 0, len(s.ByStatus))
-		for k := range s.ByStatus {
-			keys = append(keys, string(k))
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			n := s.ByStatus[client.Outcome(k)]
-			total += n
-			if k != string(client.OK) {
-				failures = append(failures, fmt.Sprintf("%s %d", k, n))
-			}
-		}
-		line := fmt.Sprintf("%s: %d/%d ok", s.Case.ID, s.ByStatus[client.OK], total)
-		if len(failures) > 0 {
-			line += " (" + strings.Join(failures, ", ") + ")"
-		}
-		if len(s.TTFTms) > 0 {
-			t := append([]float64(nil), s.TTFTms...)
-			sort.Float64s(t)
-			line += fmt.Sprintf(", TTFT p50 %.1f ms p95 %.1f ms", percentile(t, 0.5), percentile(t, 0.95))
-		}
-		if len(s.E2Ems) > 0 {
-			e := append([]float64(nil), s.E2Ems...)
-			sort.Float64s(e)
-			line += fmt.Sprintf(", e2e p50 %.1f ms p95 %.1f ms", percentile(e, 0.5), percentile(e, 0.95))
-		}
-		if iv := (s.Window + s.Drain).Seconds(); iv > 0 {
-			line += fmt.Sprintf(", %.2f req/s, %.1f output tok/s", float64(s.ByStatus[client.OK])/iv, float64(s.Output)/iv)
-		}
-		fmt.Fprintln(w, line)
-	}
 }
