@@ -1,0 +1,199 @@
+package vllm
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+
+	"github.com/inferprobe/inferprobe/artifact"
+)
+
+// Note is telemetry.vllm.note.
+const Note = "engine-aggregate evidence over every request the engine served in the window, other clients' traffic included; nothing here attributes GPU time to a request"
+
+// Report statuses of telemetry.vllm.
+const (
+	ReportCollected = "collected"
+	ReportAbsent    = "absent"
+)
+
+// Block is the telemetry.vllm block of the analysis report (stormlog.md
+// §2.6): {"status":"absent"} when the artifact has no scrape and no vLLM
+// capability, otherwise the run-wide engine summary, the capability
+// records, and one CaseBlock per case.
+type Block struct {
+	Status           string `json:"status"`
+	ObservationScope string `json:"observation_scope"`
+	Note             string `json:"note"`
+	// Engine summarises every scrape of the run.
+	Engine *EngineSummary `json:"engine"`
+	// Spans is the span summary, filled by the span join (absent when nil).
+	Spans any `json:"spans,omitempty"`
+	// Capabilities maps a vllm.* component to its record's content.
+	Capabilities map[string]CapabilitySummary `json:"capabilities"`
+	// Cases maps a case id to its block.
+	Cases map[string]*CaseBlock `json:"cases"`
+}
+
+// MarshalJSON writes {"status":"absent"} for an absent block, every field
+// otherwise.
+func (b Block) MarshalJSON() ([]byte, error) {
+	if b.Status != ReportCollected {
+		return json.Marshal(struct {
+			Status string `json:"status"`
+		}{b.Status})
+	}
+	type plain Block
+	p := plain(b)
+	if p.Capabilities == nil {
+		p.Capabilities = map[string]CapabilitySummary{}
+	}
+	if p.Cases == nil {
+		p.Cases = map[string]*CaseBlock{}
+	}
+	return json.Marshal(p)
+}
+
+// CapabilitySummary is an infer.capabilities record without its context.
+type CapabilitySummary struct {
+	Available bool           `json:"available"`
+	Supported []string       `json:"supported"`
+	Enabled   []string       `json:"enabled"`
+	Collected []string       `json:"collected"`
+	Metadata  map[string]any `json:"metadata"`
+}
+
+// EngineSummary is telemetry.vllm.engine: the run's scrapes as a whole.
+type EngineSummary struct {
+	// SourceURL is the first scrape's URL; null without scrapes.
+	SourceURL *string      `json:"source_url"`
+	Scrapes   ScrapeCounts `json:"scrapes"`
+	// Engines and ModelNames are the union over ok scrapes.
+	Engines    []string `json:"engines"`
+	ModelNames []string `json:"model_names"`
+	// Epochs are runs of consecutive ok scrapes (client-clock order) that
+	// saw one exporter process start: one per exporter identity, a new one
+	// after each restart or each answer from another exporter.
+	Epochs []Epoch `json:"epochs"`
+	// DeprecatedSeries are retired names with a successor seen on some
+	// scrape; DeprecatedSuccessors maps each to its successor.
+	DeprecatedSeries     []string          `json:"deprecated_series"`
+	DeprecatedSuccessors map[string]string `json:"deprecated_successors"`
+	RemovedSeries        []string          `json:"removed_series"`
+	UnknownSeries        []string          `json:"unknown_series"`
+	OptionalPresent      []string          `json:"optional_present"`
+	// OptionalAbsent and Absent hold names missing from every ok scrape.
+	OptionalAbsent []string `json:"optional_absent"`
+	Absent         []string `json:"absent"`
+}
+
+// ScrapeCounts counts scrapes by status.
+type ScrapeCounts struct {
+	OK     int `json:"ok"`
+	Failed int `json:"failed"`
+}
+
+// Epoch is one exporter identity's run of scrapes.
+type Epoch struct {
+	ProcessStartNS    *int64 `json:"process_start_ns"`
+	FirstObservedAtNS int64  `json:"first_observed_at_ns"`
+	LastObservedAtNS  int64  `json:"last_observed_at_ns"`
+	Scrapes           int    `json:"scrapes"`
+}
+
+// Telemetry builds the telemetry.vllm block from a run's scrapes (any
+// order), the case ids to report (each case's measured phase; see
+// CaseTelemetry), and the run's infer.capabilities records (those whose
+// component starts with "vllm." are kept). With no scrape and no vLLM
+// capability the block is {"status":"absent"}.
+func Telemetry(scrapes []ScrapeRecord, caseIDs []string, caps []artifact.Capabilities) *Block {
+	capSummaries := map[string]CapabilitySummary{}
+	for _, c := range caps {
+		if strings.HasPrefix(c.Component, "vllm.") {
+			capSummaries[c.Component] = CapabilitySummary{
+				Available: c.Available, Supported: nonNil(c.Supported), Enabled: nonNil(c.Enabled),
+				Collected: nonNil(c.Collected), Metadata: c.Metadata,
+			}
+		}
+	}
+	if len(scrapes) == 0 && len(capSummaries) == 0 {
+		return &Block{Status: ReportAbsent}
+	}
+	b := &Block{
+		Status:           ReportCollected,
+		ObservationScope: ObservationScope,
+		Note:             Note,
+		Engine:           Summarize(scrapes),
+		Capabilities:     capSummaries,
+		Cases:            map[string]*CaseBlock{},
+	}
+	for _, id := range caseIDs {
+		b.Cases[id] = CaseTelemetry(scrapes, id)
+	}
+	return b
+}
+
+// FromArtifact builds the telemetry.vllm block of an artifact: its scrape
+// records, its vLLM capability records, and one case block per case with a
+// measured phase window (in window order). Errors: an undecodable scrape
+// record (wrapping ErrRecord).
+func FromArtifact(a *artifact.Artifact) (*Block, error) {
+	scrapes, err := ScrapesFromArtifact(a)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	seen := map[string]bool{}
+	for _, w := range a.PhaseWindows {
+		if w.Phase == MeasuredPhase && !seen[w.CaseID] {
+			seen[w.CaseID] = true
+			ids = append(ids, w.CaseID)
+		}
+	}
+	return Telemetry(scrapes, ids, a.Capabilities), nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// Summarize builds the engine summary of a run's scrapes.
+func Summarize(scrapes []ScrapeRecord) *EngineSummary {
+	order := make([]*ScrapeRecord, len(scrapes))
+	for i := range scrapes {
+		order[i] = &scrapes[i]
+	}
+	sort.SliceStable(order, func(i, j int) bool { return order[i].ObservedAtNS < order[j].ObservedAtNS })
+	t := NewTally()
+	s := &EngineSummary{Epochs: []Epoch{}, DeprecatedSuccessors: map[string]string{}}
+	if len(scrapes) > 0 {
+		s.SourceURL = artifact.Ptr(scrapes[0].SourceURL)
+	}
+	for _, r := range order {
+		t.Add(r)
+		if !r.OK() || r.Discovery == nil {
+			continue
+		}
+		ps := r.Discovery.ProcessStartNS
+		if n := len(s.Epochs); n > 0 && sameStart(s.Epochs[n-1].ProcessStartNS, ps) {
+			s.Epochs[n-1].LastObservedAtNS = r.ObservedAtNS
+			s.Epochs[n-1].Scrapes++
+			continue
+		}
+		s.Epochs = append(s.Epochs, Epoch{ProcessStartNS: ps, FirstObservedAtNS: r.ObservedAtNS, LastObservedAtNS: r.ObservedAtNS, Scrapes: 1})
+	}
+	s.Scrapes = ScrapeCounts{OK: t.OK, Failed: t.Failed}
+	s.Engines, s.ModelNames = sortedKeys(t.engines), sortedKeys(t.models)
+	s.DeprecatedSeries, s.RemovedSeries = sortedKeys(t.deprecated), sortedKeys(t.removed)
+	s.UnknownSeries, s.OptionalPresent = sortedKeys(t.unknown), sortedKeys(t.optPresent)
+	s.OptionalAbsent, s.Absent = sortedKeys(t.optAbsent), sortedKeys(t.absent)
+	for _, n := range s.DeprecatedSeries {
+		if r, ok := LookupRetired(n); ok {
+			s.DeprecatedSuccessors[n] = r.Successor
+		}
+	}
+	return s
+}
