@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# bench/receiver.sh — ingest rate and flood behaviour of the OTLP span receiver (package receiver).
+#
+# 1. `go test -bench` on ONE core (-cpu 1 = GOMAXPROCS=1; the HTTP client, the receiver and its
+#    consumer share it): OTLP/HTTP protobuf exports of 512 vLLM-like llm_request spans posted
+#    back to back over loopback, decoded, converted to infer.vllm_span records and consumed.
+#    Reports spans/s and ns/span (target: ≥ 100,000 spans/s for BenchmarkIngestHTTPProtobuf512),
+#    plus the gzip and JSON variants, the variant whose consumer encodes each artifact line, the
+#    decode+convert alone, and the cost of one artifact line.
+# 2. bench/receiverflood: the receiver in its own process (GOMAXPROCS=1, consumer encoding each
+#    artifact line, as `profile` does), its capacity measured, then flooded at FACTOR (10) times
+#    that for FLOOD seconds: prints the 200/429/503 answers and the receiver's peak RSS, and
+#    fails when no 429/503 came back or the RSS reached 1 GiB.
+#
+#   BENCHTIME=3s FACTOR=10 FLOOD=10s bash bench/receiver.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+go test -run '^$' -bench 'Ingest|DecodeConvert|MarshalSpanRecord' -benchtime "${BENCHTIME:-3s}" -count "${COUNT:-1}" -cpu 1 ./receiver/
+go run ./bench/receiverflood -factor "${FACTOR:-10}" -duration "${FLOOD:-10s}" -procs 1

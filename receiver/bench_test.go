@@ -1,0 +1,142 @@
+package receiver
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/inferprobe/inferprobe/artifact"
+)
+
+// benchIngest posts b.N exports of 512 vLLM-like spans over loopback HTTP
+// to a listening receiver, one after the other on one keep-alive
+// connection, and waits until Consume has seen every span. Run with -cpu 1
+// for the one-core figure (client, server and consumer share the core).
+func benchIngest(b *testing.B, body []byte, hdr map[string]string, consume func(SpanRecord)) {
+	var seen atomic.Int64
+	r := New(Options{SessionID: "sess-1", RunID: "run-1", Consume: func(s SpanRecord) {
+		if consume != nil {
+			consume(s)
+		}
+		seen.Add(1)
+	}})
+	if err := r.Listen(context.Background(), "127.0.0.1:0", ""); err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, DisableCompression: true}}
+	url := tracesURL(r)
+	const spans = 512
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for i := 0; i < b.N; i++ {
+		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			// a full queue: let the consumer catch up and resend
+			time.Sleep(time.Millisecond)
+			i--
+			continue
+		}
+	}
+	for seen.Load() < int64(b.N*spans) {
+		time.Sleep(100 * time.Microsecond)
+	}
+	b.StopTimer()
+	reportRates(b, b.N*spans, cpuTime()-cpu0)
+}
+
+// reportRates reports spans/s (wall clock) and the process CPU time per
+// span with the one-core rate it implies. On a shared machine the CPU
+// figure is the steadier one: it counts only this process's work (client,
+// receiver and consumer together at -cpu 1).
+func reportRates(b *testing.B, spans int, cpu time.Duration) {
+	b.ReportMetric(float64(spans)/b.Elapsed().Seconds(), "spans/s")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(spans), "cpu-ns/span")
+	b.ReportMetric(float64(spans)/cpu.Seconds(), "spans/cpu-s")
+}
+
+// cpuTime is the process's user + system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkIngestHTTPProtobuf512 is the receiver's ingest rate: OTLP/HTTP
+// protobuf exports of 512 vLLM-like spans (vLLM's batch size), decoded,
+// converted and handed to a no-op consumer.
+func BenchmarkIngestHTTPProtobuf512(b *testing.B) {
+	benchIngest(b, protoBody(b, vllmTraces(0, 512)), protoHdr, nil)
+}
+
+// BenchmarkIngestHTTPProtobuf512Gzip is the same with gzip bodies.
+func BenchmarkIngestHTTPProtobuf512Gzip(b *testing.B) {
+	benchIngest(b, gzipped(b, protoBody(b, vllmTraces(0, 512))),
+		map[string]string{"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"}, nil)
+}
+
+// BenchmarkIngestHTTPJSON512 is the same with OTLP JSON bodies.
+func BenchmarkIngestHTTPJSON512(b *testing.B) {
+	benchIngest(b, jsonBody(b, vllmTraces(0, 512)), jsonHdr, nil)
+}
+
+// BenchmarkIngestHTTPProtobuf512Artifact adds what `profile` does with each
+// span: encoding its infer.vllm_span line (artifact.MarshalLine).
+func BenchmarkIngestHTTPProtobuf512Artifact(b *testing.B) {
+	benchIngest(b, protoBody(b, vllmTraces(0, 512)), protoHdr, func(s SpanRecord) {
+		if _, err := artifact.MarshalLine(s); err != nil {
+			b.Error(err)
+		}
+	})
+}
+
+// BenchmarkDecodeConvert512 is the decode and conversion alone (no HTTP).
+func BenchmarkDecodeConvert512(b *testing.B) {
+	body := protoBody(b, vllmTraces(0, 512))
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for i := 0; i < b.N; i++ {
+		req := newExportRequest()
+		if err := req.UnmarshalProto(body); err != nil {
+			b.Fatal(err)
+		}
+		if c := convertTraces(req.Traces(), convertOptions{source: SourceHTTP, strict: true}); len(c.records) != 512 {
+			b.Fatal(len(c.records))
+		}
+	}
+	reportRates(b, b.N*512, cpuTime()-cpu0)
+}
+
+// BenchmarkMarshalSpanRecord is the cost of one infer.vllm_span line.
+func BenchmarkMarshalSpanRecord(b *testing.B) {
+	req := newExportRequest()
+	if err := req.UnmarshalProto(protoBody(b, vllmTraces(0, 1))); err != nil {
+		b.Fatal(err)
+	}
+	rec := convertTraces(req.Traces(), convertOptions{source: SourceHTTP, strict: true}).records[0]
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := artifact.MarshalLine(rec); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,189 @@
+package receiver
+
+import (
+	"time"
+
+	"github.com/inferprobe/inferprobe/artifact"
+)
+
+// CapabilityComponent is the infer.capabilities component of the span
+// receiver (stormlog.md §2.5).
+const CapabilityComponent = "vllm.spans"
+
+// Capability names of the span paths, used in Supported, Enabled and
+// Collected.
+const (
+	CapHTTPProtobuf = "otlp_http_protobuf"
+	CapHTTPJSON     = "otlp_http_json"
+	CapGRPC         = "otlp_grpc"
+	CapOTLPFile     = "otlp_json_file"
+	CapJSONLFile    = "jsonl_file"
+)
+
+// Stats are the receiver's counters since New. Export counts are requests;
+// span counts are spans.
+type Stats struct {
+	// HTTPRequests counts POST /v1/traces requests; GRPCRequests counts gRPC
+	// Export calls (on the gRPC listener or, as GRPCOnHTTP, the HTTP one).
+	HTTPRequests int64
+	GRPCRequests int64
+	GRPCOnHTTP   int64
+	// ExportsAccepted counts exports answered 200 / OK (partial or not).
+	ExportsAccepted int64
+	// SpansReceived counts spans accepted into the queue, by path.
+	SpansHTTPProtobuf int64
+	SpansHTTPJSON     int64
+	SpansGRPC         int64
+	// SpansRejected counts invalid spans answered with partial_success;
+	// PartialSuccesses the exports that carried them.
+	SpansRejected    int64
+	PartialSuccesses int64
+	// SpansDelivered counts spans handed to Consume; SpansDropped those
+	// queued but never delivered (Close, or a Shutdown deadline).
+	SpansDelivered int64
+	SpansDropped   int64
+	// Refusals: QueueFull (503 / Unavailable), Busy (429 /
+	// ResourceExhausted), TooLarge (413 / InvalidArgument: body or span
+	// count), BadRequests (400), UnsupportedMedia (415), MethodNotAllowed
+	// (405), NotFound (404), AfterStop (503 while stopping), Timeouts (408).
+	QueueFull        int64
+	Busy             int64
+	TooLarge         int64
+	BadRequests      int64
+	UnsupportedMedia int64
+	MethodNotAllowed int64
+	NotFound         int64
+	AfterStop        int64
+	Timeouts         int64
+	// QueuedSpans and QueuedBytes are the queue's content now (estimated
+	// bytes), including the batch being consumed.
+	QueuedSpans int
+	QueuedBytes int64
+	// BindErrors are the listeners Listen could not bind.
+	BindErrors []BindError
+}
+
+// SpansReceived is the total of spans accepted on every path.
+func (s Stats) SpansReceived() int64 { return s.SpansHTTPProtobuf + s.SpansHTTPJSON + s.SpansGRPC }
+
+// Stats returns a snapshot of the counters.
+func (r *Receiver) Stats() Stats {
+	c := &r.c
+	qs, qb := r.q.queued()
+	r.mu.Lock()
+	bind := append([]BindError(nil), r.bindErrs...)
+	r.mu.Unlock()
+	return Stats{
+		HTTPRequests: c.httpRequests.Load(), GRPCRequests: c.grpcRequests.Load(), GRPCOnHTTP: c.grpcOnHTTP.Load(),
+		ExportsAccepted:   c.exportsAccepted.Load(),
+		SpansHTTPProtobuf: c.spansHTTPProtobuf.Load(), SpansHTTPJSON: c.spansHTTPJSON.Load(), SpansGRPC: c.spansGRPC.Load(),
+		SpansRejected: c.spansRejected.Load(), PartialSuccesses: c.partialSucc.Load(),
+		SpansDelivered: c.spansDelivered.Load(), SpansDropped: c.spansDropped.Load(),
+		QueueFull: c.queueFull.Load(), Busy: c.busy.Load(), TooLarge: c.tooLarge.Load(), BadRequests: c.badRequests.Load(),
+		UnsupportedMedia: c.unsupportedMedia.Load(), MethodNotAllowed: c.methodNotAllowed.Load(), NotFound: c.notFound.Load(),
+		AfterStop: c.afterStop.Load(), Timeouts: c.timeouts.Load(),
+		QueuedSpans: qs, QueuedBytes: qb, BindErrors: bind,
+	}
+}
+
+// Capabilities returns the receiver's infer.capabilities v2 record
+// (component "vllm.spans"; EventID "capabilities:vllm.spans") for the run
+// context ctx:
+//
+//   - Available: a listener is bound, or spans arrived through ServeHTTP;
+//   - Supported: every span path inferprobe has (OTLP/HTTP protobuf and
+//     JSON, OTLP/gRPC, OTLP JSON files, JSONL files);
+//   - Enabled: the paths of the bound listeners (HTTP: protobuf and JSON;
+//     gRPC) — or, without Listen, the HTTP paths;
+//   - Collected: the paths that delivered at least one span;
+//   - Metadata: "listen" {http, grpc: address or null}, "bind_errors"
+//     [{protocol, address, error}], "counters" (Stats as snake_case
+//     integers: http_requests, grpc_requests, spans_received,
+//     spans_rejected, queue_full, busy, ...), "limits" (max_body_bytes,
+//     max_spans_per_export, queue_spans, queue_bytes,
+//     max_concurrent_exports, retry_after_seconds), and
+//     "per_request_attribution": "gen_ai.request.id" (spans carry the
+//     request id, stormlog.md §4.4).
+func (r *Receiver) Capabilities(ctx artifact.Context) artifact.Capabilities {
+	s := r.Stats()
+	httpAddr, grpcAddr := r.HTTPAddr(), r.GRPCAddr()
+	r.mu.Lock()
+	listened := r.listened && (httpAddr != "" || grpcAddr != "" || len(r.bindErrs) > 0)
+	r.mu.Unlock()
+	var enabled, collected []string
+	if httpAddr != "" || !listened {
+		enabled = append(enabled, CapHTTPProtobuf, CapHTTPJSON)
+	}
+	if grpcAddr != "" {
+		enabled = append(enabled, CapGRPC)
+	}
+	if s.SpansHTTPProtobuf > 0 {
+		collected = append(collected, CapHTTPProtobuf)
+	}
+	if s.SpansHTTPJSON > 0 {
+		collected = append(collected, CapHTTPJSON)
+	}
+	if s.SpansGRPC > 0 {
+		collected = append(collected, CapGRPC)
+	}
+	available := httpAddr != "" || grpcAddr != "" || s.SpansReceived() > 0
+	if !available {
+		enabled = nil
+	}
+	nullable := func(a string) any {
+		if a == "" {
+			return nil
+		}
+		return a
+	}
+	bind := make([]any, 0, len(s.BindErrors))
+	for _, b := range s.BindErrors {
+		bind = append(bind, map[string]any{"protocol": b.Protocol, "address": b.Addr, "error": b.Err.Error()})
+	}
+	return artifact.Capabilities{
+		Context:   ctx,
+		EventID:   "capabilities:" + CapabilityComponent,
+		Component: CapabilityComponent,
+		Available: available,
+		Supported: []string{CapHTTPProtobuf, CapHTTPJSON, CapGRPC, CapOTLPFile, CapJSONLFile},
+		Enabled:   enabled,
+		Collected: collected,
+		Metadata: map[string]any{
+			"listen":      map[string]any{"http": nullable(httpAddr), "grpc": nullable(grpcAddr)},
+			"bind_errors": bind,
+			"counters": map[string]any{
+				"http_requests":       s.HTTPRequests,
+				"grpc_requests":       s.GRPCRequests,
+				"grpc_on_http":        s.GRPCOnHTTP,
+				"exports_accepted":    s.ExportsAccepted,
+				"spans_received":      s.SpansReceived(),
+				"spans_http_protobuf": s.SpansHTTPProtobuf,
+				"spans_http_json":     s.SpansHTTPJSON,
+				"spans_grpc":          s.SpansGRPC,
+				"spans_rejected":      s.SpansRejected,
+				"partial_successes":   s.PartialSuccesses,
+				"spans_delivered":     s.SpansDelivered,
+				"spans_dropped":       s.SpansDropped,
+				"queue_full":          s.QueueFull,
+				"busy":                s.Busy,
+				"too_large":           s.TooLarge,
+				"bad_requests":        s.BadRequests,
+				"unsupported_media":   s.UnsupportedMedia,
+				"method_not_allowed":  s.MethodNotAllowed,
+				"not_found":           s.NotFound,
+				"after_stop":          s.AfterStop,
+				"timeouts":            s.Timeouts,
+				"bind_errors":         int64(len(s.BindErrors)),
+			},
+			"limits": map[string]any{
+				"max_body_bytes":         r.opts.MaxBodyBytes,
+				"max_spans_per_export":   int64(r.opts.MaxSpansPerExport),
+				"queue_spans":            int64(r.opts.QueueSpans),
+				"queue_bytes":            r.opts.QueueBytes,
+				"max_concurrent_exports": int64(r.opts.MaxConcurrentExports),
+				"retry_after_seconds":    int64((r.opts.RetryAfter + time.Second - 1) / time.Second),
+			},
+			"per_request_attribution": AttrRequestID,
+		},
+	}
+}
