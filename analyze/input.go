@@ -26,6 +26,9 @@ type Input struct {
 	Artifact       *artifact.Artifact
 	Cases          map[string][]Request
 	RequestRecords int
+	// Warmup holds the join keys (XRequestID, TraceID) of the warmup requests, so that a span
+	// of a warmup request is told apart from one of another run.
+	Warmup []Request
 }
 
 // NewInput prepares a loaded artifact for analysis: it groups the measured requests of
@@ -35,6 +38,7 @@ func NewInput(a *artifact.Artifact) *Input {
 	for i := range a.Requests {
 		r := &a.Requests[i]
 		if r.Phase != artifact.PhaseMeasured {
+			in.Warmup = append(in.Warmup, Request{XRequestID: r.XRequestID, TraceID: r.TraceID})
 			continue
 		}
 		in.Cases[r.CaseID] = append(in.Cases[r.CaseID], fromArtifact(r, nil))
@@ -213,6 +217,9 @@ func readFrom(ctx context.Context, r io.Reader, path string, o readOptions) (*In
 			if it.request {
 				in.RequestRecords++
 				if !it.measured {
+					if it.req.XRequestID != nil || it.req.TraceID != nil {
+						in.Warmup = append(in.Warmup, it.req)
+					}
 					continue
 				}
 				id := it.req.CaseID
@@ -290,6 +297,8 @@ func decodeBlock(rd artifact.Reader, p *packer, data []byte) blockResult {
 			it := blockItem{request: true, measured: v.Phase == artifact.PhaseMeasured}
 			if it.measured {
 				it.req = p.request(v)
+			} else {
+				it.req = Request{XRequestID: p.strPtr(v.XRequestID), TraceID: p.strPtr(v.TraceID)}
 			}
 			items = append(items, it)
 		case *artifact.ArtifactHeader, *artifact.Workload:
@@ -490,6 +499,7 @@ func (p *packer) request(r *artifact.Request) Request {
 		SessionID:          p.intern(r.SessionID),
 		CaseID:             p.intern(r.CaseID),
 		XRequestID:         p.strPtr(r.XRequestID),
+		TraceID:            p.strPtr(r.TraceID),
 		RequestIndex:       p.i64(r.RequestIndex),
 		Status:             p.intern(r.Status),
 		StartedAtNs:        p.i64(r.StartedAtNS),

@@ -32,6 +32,7 @@ type Request struct {
 	RequestID          string
 	CaseID             string
 	XRequestID         *string
+	TraceID            *string // the traceparent trace id sent (span join by trace)
 	RequestIndex       *int64
 	Status             string
 	StartedAtNs        *int64

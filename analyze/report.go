@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/receiver"
 )
 
 // AnalysisVersion is the report's analysis_version. Version 2 divides every rate by the
@@ -47,8 +48,12 @@ type Options struct {
 	Rule Rule
 	// Scheduler recomputes open-loop schedules that need the generator (see ScheduleFunc).
 	Scheduler ScheduleFunc
-	// Server is the server evidence, nil without a server source.
+	// Server is the server evidence, nil without a server source. When nil and the artifact
+	// (or VLLMSpans) holds vLLM spans, the span join supplies it.
 	Server *ServerEvidence
+	// VLLMSpans are spans from outside the artifact (analyze --vllm-spans FILE), joined with
+	// the artifact's own infer.vllm_span records.
+	VLLMSpans []receiver.SpanRecord
 }
 
 // Summary is the report's summary over measured requests: totals, failures by status,
@@ -134,6 +139,7 @@ type Report struct {
 	Telemetry       map[string]any         `json:"telemetry"`
 	Cases           map[string]*CaseReport `json:"cases"`
 	Warnings        []string               `json:"-"`
+	vllm            *vllmResult            // for the text renderer
 }
 
 // WriteJSON writes the report as pretty-printed JSON (two-space indent) with every object's
@@ -216,6 +222,15 @@ func AnalyzeInput(ctx context.Context, in *Input, opts Options) (*Report, error)
 	}
 	rep.Workload = workloadSummary(a.Workload)
 	rep.Telemetry = telemetry(a)
+	vr, err := analyzeVLLM(in, opts.VLLMSpans)
+	if err != nil {
+		return nil, err
+	}
+	rep.vllm = vr
+	rep.Telemetry["vllm"] = vr.block
+	if opts.Server == nil && vr.server != nil {
+		opts.Server = vr.server
+	}
 
 	sum := Summary{FailuresByStatus: map[string]int{}}
 	ids := make([]string, 0, len(in.Cases))
@@ -362,6 +377,7 @@ func fromArtifact(r *artifact.Request, server *ServerEvidence) Request {
 		RequestID:          r.RequestID,
 		CaseID:             r.CaseID,
 		XRequestID:         r.XRequestID,
+		TraceID:            r.TraceID,
 		RequestIndex:       r.RequestIndex,
 		Status:             r.Status,
 		StartedAtNs:        r.StartedAtNS,

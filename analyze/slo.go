@@ -445,11 +445,15 @@ func newPolicy(name any, criteria []Criterion, target *float64, interval PolicyI
 	}, nil
 }
 
-// finiteNumber accepts a JSON number (json.Number or float64) with a finite value; strings,
-// booleans and null are not numbers.
+// finiteNumber accepts a number (json.Number, float64, or the int64 of an OTLP intValue span
+// attribute) with a finite value; strings, booleans and null are not numbers.
 func finiteNumber(v any) (float64, bool) {
 	var f float64
 	switch x := v.(type) {
+	case int64:
+		f = float64(x)
+	case int:
+		f = float64(x)
 	case json.Number:
 		var err error
 		f, err = strconv.ParseFloat(string(x), 64)

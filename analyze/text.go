@@ -37,6 +37,9 @@ func RenderText(w io.Writer, r *Report) error {
 		fmt.Fprintf(b, "Workload digest: %s (seed %v)\n", d, r.Workload["seed"])
 	}
 	fmt.Fprintln(b, "Memory observations: client-local")
+	if err := renderVLLMSummary(b, r); err != nil {
+		return err
+	}
 	if s.SessionStatus != nil && *s.SessionStatus != "completed" {
 		fmt.Fprintf(b, "Session status: %s\n", *s.SessionStatus)
 	}
@@ -54,6 +57,9 @@ func RenderText(w io.Writer, r *Report) error {
 		for _, id := range ids {
 			for _, line := range caseLines(id, r.Cases[id]) {
 				fmt.Fprintln(b, line)
+			}
+			if err := renderVLLMCase(b, r, id); err != nil {
+				return err
 			}
 		}
 	}

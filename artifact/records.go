@@ -87,9 +87,9 @@ type SessionConfig struct {
 	Tokenizer     string        `json:"tokenizer"`
 	SystemSampler string        `json:"system_sampler"`
 	Arrivals      []ArrivalSpec `json:"arrivals"`
-	// MaxInFlight and Overflow apply to open-loop arrivals only.
-	MaxInFlight              int64      `json:"max_in_flight"`
-	Overflow                 string     `json:"overflow"`
+	// MaxInFlight and Overflow apply to open-loop arrivals only (null for closed loops).
+	MaxInFlight              *int64     `json:"max_in_flight"`
+	Overflow                 *string    `json:"overflow"`
 	Prompts                  PromptSpec `json:"prompts"`
 	CacheState               string     `json:"cache_state"`
 	CacheResetURL            *string    `json:"cache_reset_url"`
@@ -369,12 +369,13 @@ type ArrivalTrace struct {
 
 // Measurement holds the phase-length settings of a run.
 type Measurement struct {
-	RequestCount        *int64   `json:"request_count"`
-	DurationSeconds     *float64 `json:"duration_seconds"`
-	MaxInFlight         int64    `json:"max_in_flight"`
-	Overflow            string   `json:"overflow"`
-	DrainTimeoutSeconds float64  `json:"drain_timeout_seconds"`
-	TimeoutSeconds      float64  `json:"timeout_seconds"`
+	RequestCount    *int64   `json:"request_count"`
+	DurationSeconds *float64 `json:"duration_seconds"`
+	// MaxInFlight and Overflow apply to open-loop arrivals only (null for closed loops).
+	MaxInFlight         *int64  `json:"max_in_flight"`
+	Overflow            *string `json:"overflow"`
+	DrainTimeoutSeconds float64 `json:"drain_timeout_seconds"`
+	TimeoutSeconds      float64 `json:"timeout_seconds"`
 }
 
 // PromptSpec is the prompt mode: "repeat", "unique" or "shared-prefix"

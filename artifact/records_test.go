@@ -71,7 +71,7 @@ func sampleWorkload() Workload {
 			{CaseID: "poisson2_in512_out128", InputTokens: 512, OutputTokens: 128, MaxInFlight: Ptr(int64(128)),
 				Arrival: ArrivalSpec{Mode: "poisson", RatePerSecond: Ptr(2.0)}},
 		},
-		Measurement: Measurement{RequestCount: Ptr(int64(200)), MaxInFlight: 128, Overflow: "wait", DrainTimeoutSeconds: 60, TimeoutSeconds: 60},
+		Measurement: Measurement{RequestCount: Ptr(int64(200)), MaxInFlight: Ptr(int64(128)), Overflow: Ptr("wait"), DrainTimeoutSeconds: 60, TimeoutSeconds: 60},
 		Prompts:     PromptSpec{Mode: "shared-prefix", SharedPrefixRatio: Ptr(0.75), PrefixGroups: Ptr(int64(4))},
 		Warmup:      Warmup{Requests: 4, Prompts: "separate"},
 		Decoding: Decoding{Stream: true, StreamIncludeUsage: true, MaxTokensField: "max_tokens",
@@ -102,7 +102,7 @@ func sampleRecords() []Typed {
 			Endpoint: "http://127.0.0.1:8000/v1/chat/completions", Model: "m", Concurrency: []int64{8}, InputTokens: []int64{512},
 			OutputTokens: []int64{128}, RequestCount: Ptr(int64(200)), Stream: true, StreamIncludeUsage: true, Tokenizer: "auto",
 			SystemSampler: "none", Arrivals: []ArrivalSpec{{Mode: ArrivalClosed}, {Mode: "burst", BurstSize: Ptr(int64(8)), BurstIntervalSeconds: Ptr(1.5)}},
-			MaxInFlight: 128, Overflow: "wait", Prompts: PromptSpec{Mode: "repeat"}, CacheState: "unspecified", CacheResetTimeoutSeconds: 10,
+			MaxInFlight: Ptr(int64(128)), Overflow: Ptr("wait"), Prompts: PromptSpec{Mode: "repeat"}, CacheState: "unspecified", CacheResetTimeoutSeconds: 10,
 			VLLMMetrics:        &VLLMMetricsConfig{URL: "http://127.0.0.1:8000/metrics", IntervalSeconds: 1, TimeoutSeconds: 60, Authorization: Ptr("bearer")},
 			VLLMSpans:          json.RawMessage(`null`),
 			EnvironmentProxies: EnvironmentProxies{Policy: "ignored", Schemes: []string{"https"}},
@@ -423,8 +423,8 @@ func TestTrafficDigest(t *testing.T) {
 	changes := map[string]func(*Workload){
 		"seed":          func(w *Workload) { w.Seed = 43 },
 		"rate":          func(w *Workload) { w.Cases[1].Arrival.RatePerSecond = Ptr(4.0) },
-		"max_in_flight": func(w *Workload) { w.Measurement.MaxInFlight = 64 },
-		"overflow":      func(w *Workload) { w.Measurement.Overflow = "drop" },
+		"max_in_flight": func(w *Workload) { w.Measurement.MaxInFlight = Ptr(int64(64)) },
+		"overflow":      func(w *Workload) { w.Measurement.Overflow = Ptr("drop") },
 		"warmup":        func(w *Workload) { w.Warmup.Requests = 5 },
 		"tokenizer":     func(w *Workload) { w.Tokenizer.Name = Ptr("cl100k_base") },
 		"cache":         func(w *Workload) { w.Cache.Requested = "unspecified" },
@@ -443,7 +443,7 @@ func TestTrafficDigest(t *testing.T) {
 	closed := sampleWorkload()
 	closed.Cases = closed.Cases[:1]
 	dc, _ := closed.TrafficDigest()
-	closed.Measurement.MaxInFlight, closed.Measurement.Overflow = 1, "drop"
+	closed.Measurement.MaxInFlight, closed.Measurement.Overflow = Ptr(int64(1)), Ptr("drop")
 	if d, _ := closed.TrafficDigest(); d != dc {
 		t.Errorf("closed loop digest depends on max_in_flight/overflow")
 	}

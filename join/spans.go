@@ -11,7 +11,8 @@ package join
 
 import (
 	"sort"
-	"strings"
+
+	"github.com/inferprobe/inferprobe/receiver"
 )
 
 // RequestSpanName is the name of vLLM's per-request span (vllm.md §1.2).
@@ -66,70 +67,8 @@ type Result struct {
 	QuarantinedByReason   map[string]int
 }
 
-// CandidateRequestIDs returns the X-Request-Id values a gen_ai.request.id may carry, most
-// specific first: the value itself; without a `chatcmpl-` / `cmpl-` prefix; without the
-// completions prompt index `-<i>`; without a pre-2025-12 parallel-sampling child prefix
-// `<i>_`; and without vLLM's internal 8-hex uniquifying suffix (vllm.md §2).
-func CandidateRequestIDs(id string) []string {
-	if id == "" {
-		return nil
-	}
-	seen := map[string]bool{}
-	var out []string
-	add := func(s string) {
-		if s != "" && !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	var expand func(s string, depth int)
-	expand = func(s string, depth int) {
-		add(s)
-		if depth > 4 {
-			return
-		}
-		if i := strings.IndexByte(s, '_'); i > 0 && allDigits(s[:i]) {
-			expand(s[i+1:], depth+1)
-		}
-		for _, p := range []string{"chatcmpl-", "cmpl-"} {
-			if strings.HasPrefix(s, p) {
-				expand(s[len(p):], depth+1)
-			}
-		}
-		if i := strings.LastIndexByte(s, '-'); i > 0 {
-			tail := s[i+1:]
-			if allDigits(tail) || (len(tail) == 8 && allHex(tail)) {
-				expand(s[:i], depth+1)
-			}
-		}
-	}
-	expand(id, 0)
-	return out
-}
-
-func allDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-func allHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-// Spans joins spans to requests. Requests never sent (empty XRequestID) join nothing.
+// Spans joins spans to requests. Requests never sent (empty XRequestID) join nothing. A span
+// without a trace id or span id is never taken for a re-delivery of another.
 func Spans(reqs []Request, spans []Span) Result {
 	res := Result{
 		Joined:              map[string]map[string]any{},
@@ -152,7 +91,12 @@ func Spans(reqs []Request, spans []Span) Result {
 	}
 
 	// Deduplicate deliveries by (trace_id, span_id).
-	type key struct{ trace, span string }
+	// Spans without both ids (some files) cannot be recognised as re-deliveries: each is its
+	// own span, keyed by its position.
+	type key struct {
+		trace, span string
+		pos         int
+	}
 	type entry struct {
 		span        *Span
 		conflicting bool
@@ -162,7 +106,10 @@ func Spans(reqs []Request, spans []Span) Result {
 	for i := range spans {
 		s := &spans[i]
 		res.Deliveries++
-		k := key{s.TraceID, s.SpanID}
+		k := key{trace: s.TraceID, span: s.SpanID}
+		if s.TraceID == "" || s.SpanID == "" {
+			k.pos = i + 1
+		}
 		if e, ok := unique[k]; ok {
 			if e.span.Digest == s.Digest {
 				res.Duplicates++
@@ -193,7 +140,10 @@ func Spans(reqs []Request, spans []Span) Result {
 			continue
 		}
 		var byID *Request
-		for _, c := range CandidateRequestIDs(s.GenAIRequestID) {
+		// The id itself first (an X-Request-Id recorded verbatim), then every form vLLM
+		// derives from one (receiver.CandidateRequestIDs: chatcmpl-/cmpl- prefixes, prompt
+		// indexes, parallel-sampling children, the internal uniquifying suffix).
+		for _, c := range append([]string{s.GenAIRequestID}, receiver.CandidateRequestIDs(s.GenAIRequestID)...) {
 			if r := byX[c]; r != nil {
 				byID = r
 				break

@@ -5,30 +5,6 @@ import (
 	"testing"
 )
 
-func TestCandidateRequestIDs(t *testing.T) {
-	x := "inferprobe-run-1-c8_in512_out128_measured_0_3"
-	cases := map[string]bool{
-		"chatcmpl-" + x:               true, // V1 chat
-		"cmpl-" + x + "-0":            true, // completions prompt index
-		"chatcmpl-" + x + "-1a2b3c4d": true, // internal uniquifying suffix
-		"2_chatcmpl-" + x:             true, // pre-2025-12 parallel sampling child
-		x:                             true,
-		"chatcmpl-other":              false,
-		"":                            false,
-	}
-	for id, want := range cases {
-		got := false
-		for _, c := range CandidateRequestIDs(id) {
-			if c == x {
-				got = true
-			}
-		}
-		if got != want {
-			t.Errorf("%q: candidates %v, want %s found=%v", id, CandidateRequestIDs(id), x, want)
-		}
-	}
-}
-
 func span(trace, id, name, genID, digest string) Span {
 	return Span{TraceID: trace, SpanID: id, Name: name, GenAIRequestID: genID, Digest: digest,
 		Attributes: map[string]any{"gen_ai.latency.e2e": 0.5}}
@@ -78,17 +54,10 @@ func TestSpansJoinRules(t *testing.T) {
 	}
 }
 
-func FuzzCandidateRequestIDs(f *testing.F) {
-	for _, s := range []string{"chatcmpl-abc", "cmpl-x-0", "1_chatcmpl-y-deadbeef", "-", "_", "chatcmpl-"} {
-		f.Add(s)
+func TestSpansWithoutIDsAreDistinct(t *testing.T) {
+	spans := []Span{span("", "", "llm_request", "chatcmpl-x-a", "d1"), span("", "", "llm_request", "chatcmpl-x-b", "d2")}
+	r := Spans([]Request{{XRequestID: "x-a", Measured: true}, {XRequestID: "x-b", Measured: true}}, spans)
+	if r.Total != 2 || r.ConflictingDuplicates != 0 || len(r.Joined) != 2 {
+		t.Fatalf("total %d conflicting %d joined %d", r.Total, r.ConflictingDuplicates, len(r.Joined))
 	}
-	f.Fuzz(func(t *testing.T, s string) {
-		c := CandidateRequestIDs(s)
-		if s != "" && (len(c) == 0 || c[0] != s) {
-			t.Fatalf("first candidate of %q is %v", s, c)
-		}
-		if len(c) > 64 {
-			t.Fatalf("%d candidates", len(c))
-		}
-	})
 }

@@ -72,8 +72,8 @@ func (c *Config) SessionConfig(tokenizer string) *artifact.SessionConfig {
 		StreamIncludeUsage:       c.Stream && c.StreamUsage,
 		Tokenizer:                tokenizer,
 		SystemSampler:            "none",
-		MaxInFlight:              int64(c.MaxInFlight),
-		Overflow:                 c.Overflow,
+		MaxInFlight:              c.maxInFlightRecord(),
+		Overflow:                 strPtr(c.Overflow),
 		Prompts:                  c.promptRecord(),
 		CacheState:               c.CacheState,
 		CacheResetTimeoutSeconds: c.CacheResetTimeout.Seconds(),
@@ -113,7 +113,7 @@ func (c *Config) WorkloadRecord(sessionID string, tok prompt.Tokenizer) (*artifa
 		Generator: artifact.Generator{Name: GeneratorName, Version: GeneratorVersion},
 		Measurement: artifact.Measurement{
 			RequestCount: n, DurationSeconds: d,
-			MaxInFlight: int64(c.MaxInFlight), Overflow: c.Overflow,
+			MaxInFlight: c.maxInFlightRecord(), Overflow: strPtr(c.Overflow),
 			DrainTimeoutSeconds: c.DrainTimeout.Seconds(), TimeoutSeconds: c.Timeout.Seconds(),
 		},
 		Prompts: c.promptRecord(),
@@ -170,4 +170,12 @@ func ints64(v []int) []int64 {
 		out[i] = int64(x)
 	}
 	return out
+}
+
+// maxInFlightRecord is --max-in-flight for records: null for a closed loop.
+func (c *Config) maxInFlightRecord() *int64 {
+	if !c.OpenLoop() {
+		return nil
+	}
+	return artifact.Ptr(int64(c.MaxInFlight))
 }

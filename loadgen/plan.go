@@ -19,8 +19,11 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/loadgen/prompt"
@@ -41,6 +44,14 @@ const (
 
 // MaxArrivals is the most arrivals one phase may schedule (warmup phases included).
 const MaxArrivals = schedule.MaxArrivals
+
+// MaxConcurrency bounds --concurrency and --max-in-flight: every in-flight request holds a
+// connection, and near 10k connections a 2-core host runs out of ports and descriptors long
+// before the server does (DESIGN.md, "Timing facts").
+const MaxConcurrency = 50_000
+
+// MaxOutputTokens bounds --output-tokens (a cap far beyond any served context length).
+const MaxOutputTokens = 1 << 24
 
 // ReservedBodyFields are the request-body fields inferprobe sets itself; --extra-body may not
 // override them (nor the output cap field named by MaxTokensField).
@@ -127,6 +138,17 @@ func (c *Config) Validate() error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return usagef("endpoint %q must be an http or https URL", artifact.RedactURL(c.Endpoint))
 	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return usagef("endpoint %q: port %s is not within 1..65535", artifact.RedactURL(c.Endpoint), p)
+		}
+	}
+	if !httpguts.ValidHeaderFieldValue(c.APIKey) {
+		return usagef("the API key holds characters an HTTP header cannot carry (control characters or newlines)")
+	}
+	if c.RunID == "" || len(c.RunID) > 128 || !httpguts.ValidHeaderFieldValue(c.RunID) || strings.ContainsAny(c.RunID, " \t") {
+		return usagef("the run id must be 1 to 128 printable characters without spaces (it is sent in X-Request-Id)")
+	}
 	if strings.TrimSpace(c.Model) == "" {
 		return usagef("--model is required")
 	}
@@ -160,13 +182,13 @@ func (c *Config) Validate() error {
 		return usagef("--input-tokens and --output-tokens need at least one value")
 	}
 	for _, v := range c.InputTokens {
-		if v < 1 {
-			return usagef("--input-tokens values must be ≥ 1, got %d", v)
+		if v < 1 || v > prompt.MaxInputTokens {
+			return usagef("--input-tokens values must be within 1..%d, got %d", prompt.MaxInputTokens, v)
 		}
 	}
 	for _, v := range c.OutputTokens {
-		if v < 1 {
-			return usagef("--output-tokens values must be ≥ 1, got %d", v)
+		if v < 1 || v > MaxOutputTokens {
+			return usagef("--output-tokens values must be within 1..%d, got %d", MaxOutputTokens, v)
 		}
 	}
 	if c.Requests < 0 {
@@ -200,8 +222,8 @@ func (c *Config) Validate() error {
 			c.Concurrency = []int{1}
 		}
 		for _, v := range c.Concurrency {
-			if v < 1 {
-				return usagef("--concurrency values must be ≥ 1, got %d", v)
+			if v < 1 || v > MaxConcurrency {
+				return usagef("--concurrency values must be within 1..%d, got %d", MaxConcurrency, v)
 			}
 		}
 		if c.MaxInFlight != 0 || c.Overflow != "" {
@@ -244,8 +266,8 @@ func (c *Config) Validate() error {
 		if c.MaxInFlight == 0 {
 			c.MaxInFlight = 128
 		}
-		if c.MaxInFlight < 1 {
-			return usagef("--max-in-flight must be ≥ 1")
+		if c.MaxInFlight < 1 || c.MaxInFlight > MaxConcurrency {
+			return usagef("--max-in-flight must be within 1..%d", MaxConcurrency)
 		}
 		switch c.Overflow {
 		case "":

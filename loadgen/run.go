@@ -395,6 +395,14 @@ dispatch:
 		p.cancelPending(p.deadline)
 		return windowEnd
 	}
+	if dur > 0 {
+		// A duration window lasts its duration even when every request is done early: the
+		// drain starts at the window end, never before it.
+		if err := schedule.WaitUntil(ctx, windowEnd); err != nil {
+			<-finished
+			return windowEnd
+		}
+	}
 	t := time.NewTimer(time.Until(p.deadline))
 	defer t.Stop()
 	select {

@@ -672,3 +672,29 @@ func abs(x float64) float64 {
 	}
 	return x
 }
+
+func TestDurationWindowLastsItsDuration(t *testing.T) {
+	srv := fastSim(t, nil)
+	cfg := baseConfig(srv)
+	cfg.Arrival, cfg.Rates, cfg.Duration = schedule.Poisson, []float64{5}, 600*time.Millisecond
+	cfg.InputTokens = []int{64, 65}
+	sink, err := runConfig(t, context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := sink.windows()
+	if len(ws) != 2 {
+		t.Fatalf("%d windows", len(ws))
+	}
+	for _, w := range ws {
+		if got := time.Duration(*w.WindowEndedAtNS - *w.StartedAtNS); got != 600*time.Millisecond {
+			t.Fatalf("window %v, want exactly the duration", got)
+		}
+		if *w.DrainedAtNS < *w.WindowEndedAtNS {
+			t.Fatal("drained before the window ended")
+		}
+	}
+	if *ws[1].StartedAtNS < *ws[0].DrainedAtNS {
+		t.Fatal("the next case started inside the previous window")
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/loadgen"
+	"github.com/inferprobe/inferprobe/receiver"
 )
 
 func init() { verbs = append(verbs, newAnalyzeCmd) }
@@ -24,6 +25,7 @@ func init() { verbs = append(verbs, newAnalyzeCmd) }
 type analyzeFlags struct {
 	format, output, sloFile string
 	slo                     []string
+	vllmSpans               []string
 }
 
 func newAnalyzeCmd() *cobra.Command {
@@ -54,6 +56,7 @@ anything else; 130 interrupted.`,
 	f.StringVar(&af.output, "output", "", "write the report to this file instead of stdout")
 	f.StringArrayVar(&af.slo, "slo", nil, "SLO criterion KEY:MS, repeatable (ttft:500, e2e:2000, server.ttft:400)")
 	f.StringVar(&af.sloFile, "slo-file", "", "SLO policy document (stormlog.infer.slo version 1)")
+	f.StringArrayVar(&af.vllmSpans, "vllm-spans", nil, "vLLM spans from a file (OTLP JSON, or JSONL of infer.vllm_span records), joined with the artifact's own; repeatable")
 	return cmd
 }
 
@@ -91,9 +94,20 @@ func (af *analyzeFlags) run(cmd *cobra.Command, path string) error {
 	if cmd.Flags().Changed("output") && af.output == "" {
 		return usageErrorf("--output needs a file name")
 	}
+	if af.output != "" && samePath(af.output, path) {
+		return usageErrorf("--output would overwrite the artifact %s", path)
+	}
 	policy, source, err := af.policy(cmd)
 	if err != nil {
 		return err
+	}
+	var spans []receiver.SpanRecord
+	for _, f := range af.vllmSpans {
+		recs, err := receiver.ReadSpanFile(f)
+		if err != nil {
+			return withCode(exitBadInput, fmt.Errorf("--vllm-spans %s: %w", f, err))
+		}
+		spans = append(spans, recs...)
 	}
 	ctx := cmd.Context()
 	if ctx == nil {
@@ -103,7 +117,7 @@ func (af *analyzeFlags) run(cmd *cobra.Command, path string) error {
 	defer stop()
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(analyzeMemoryLimit(path)))
 
-	rep, err := analyzeArtifactReportContext(ctx, path, analyze.Options{Policy: policy, PolicySource: source})
+	rep, err := analyzeArtifactReportContext(ctx, path, analyze.Options{Policy: policy, PolicySource: source, VLLMSpans: spans})
 	if err != nil {
 		switch {
 		case ctx.Err() != nil && errors.Is(err, ctx.Err()):

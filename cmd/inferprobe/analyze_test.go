@@ -75,7 +75,7 @@ func sloArtifact(t *testing.T, statuses ...string) (lines []string, workload *ar
 	caseID := "fixed4_in64_out10"
 	wl := &artifact.Workload{SessionID: "s1", Seed: 5, Generator: artifact.Generator{Name: "inferprobe.synthetic", Version: 1},
 		Cases:       []artifact.WorkloadCase{{CaseID: caseID, InputTokens: 64, OutputTokens: 10, Arrival: artifact.ArrivalSpec{Mode: "fixed-rate", RatePerSecond: artifact.Ptr(4.0)}}},
-		Measurement: artifact.Measurement{RequestCount: artifact.Ptr(int64(4)), MaxInFlight: 8, Overflow: "wait", TimeoutSeconds: 1, DrainTimeoutSeconds: 1}}
+		Measurement: artifact.Measurement{RequestCount: artifact.Ptr(int64(4)), MaxInFlight: artifact.Ptr(int64(8)), Overflow: artifact.Ptr("wait"), TimeoutSeconds: 1, DrainTimeoutSeconds: 1}}
 	d, err := wl.TrafficDigest()
 	if err != nil {
 		t.Fatal(err)

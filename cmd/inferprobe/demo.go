@@ -88,7 +88,8 @@ func newDemoCmd() *cobra.Command {
 					return withCode(exitUnexpected, err)
 				}
 				fmt.Fprintf(out, "\n== %s\n", r.title)
-				err := runProfile(ctx, out, errw, &c, tok, "auto", filepath.Join(dir, r.file), quiet, slo, nil)
+				opts := profileOpts{cfg: &c, tok: tok, tokName: "auto", output: filepath.Join(dir, r.file), quiet: quiet, slo: slo}
+				err := runProfile(ctx, out, errw, opts, nil)
 				if ee, ok := err.(*exitError); ok && ee.code == exitInterrupted {
 					return err
 				} else if err != nil {

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -54,6 +56,18 @@ type profileFlags struct {
 	quiet                                           bool
 	slo                                             []string
 	sloFile                                         string
+	telemetry                                       telemetryFlags
+}
+
+// profileOpts is a validated profile run.
+type profileOpts struct {
+	cfg       *loadgen.Config
+	tok       prompt.Tokenizer
+	tokName   string
+	output    string
+	quiet     bool
+	slo       *sloPolicy
+	telemetry *telemetryFlags // nil: no vLLM telemetry
 }
 
 func newProfileCmd() *cobra.Command {
@@ -81,11 +95,18 @@ Exit codes: 0 a measured request succeeded; 3 none did (the artifact is complete
 			if pf.output == "" {
 				return usageErrorf("--output is required")
 			}
+			if pf.arrivalTrace != "" && samePath(pf.output, pf.arrivalTrace) {
+				return usageErrorf("--output would overwrite the --arrival-trace file %s", pf.arrivalTrace)
+			}
 			policy, err := pf.policy()
 			if err != nil {
 				return err
 			}
-			return runProfile(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, tok, tokName, pf.output, pf.quiet, policy, nil)
+			if err := pf.telemetry.validate(cmd, cfg); err != nil {
+				return err
+			}
+			opts := profileOpts{cfg: cfg, tok: tok, tokName: tokName, output: pf.output, quiet: pf.quiet, slo: policy, telemetry: &pf.telemetry}
+			return runProfile(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), opts, nil)
 		},
 	}
 	f := cmd.Flags()
@@ -130,6 +151,7 @@ Exit codes: 0 a measured request succeeded; 3 none did (the artifact is complete
 	f.BoolVarP(&pf.quiet, "quiet", "q", false, "no progress line")
 	f.StringArrayVar(&pf.slo, "slo", nil, "SLO criterion KEY:MS, repeatable (e.g. ttft:500, e2e:2000, server.queue:100); recorded as infer.slo")
 	f.StringVar(&pf.sloFile, "slo-file", "", "SLO policy document (JSON); recorded as infer.slo")
+	pf.telemetry.register(cmd)
 	return cmd
 }
 
@@ -199,12 +221,20 @@ func (pf *profileFlags) config(cmd *cobra.Command) (*loadgen.Config, error) {
 	case pf.endpoint != "":
 		cfg.Endpoint = pf.endpoint
 	case pf.baseURL != "":
-		cfg.Endpoint = strings.TrimRight(pf.baseURL, "/") + "/chat/completions"
+		u, err := url.Parse(pf.baseURL)
+		if err != nil {
+			return nil, usageErrorf("--base-url is not a URL: %v", artifact.RedactURL(pf.baseURL))
+		}
+		base := strings.TrimRight(u.Path, "/")
+		if strings.HasSuffix(base, "/chat/completions") {
+			return nil, usageErrorf("--base-url is the /v1 base (…/v1); give a full …/chat/completions URL with --endpoint")
+		}
+		u.Path = base + "/chat/completions"
+		u.RawPath = ""
+		cfg.Endpoint = u.String()
 	}
 	if cfg.RunID == "" {
 		cfg.RunID = uuid.NewString()
-	} else if strings.ContainsAny(cfg.RunID, " \t\r\n") || len(cfg.RunID) > 128 {
-		return nil, usageErrorf("--run-id must be at most 128 characters without whitespace")
 	}
 	var err error
 	for _, d := range []struct {
@@ -228,6 +258,12 @@ func (pf *profileFlags) config(cmd *cobra.Command) (*loadgen.Config, error) {
 	}
 	if f.Changed("requests") && pf.requests < 1 {
 		return nil, usageErrorf("--requests must be ≥ 1")
+	}
+	if f.Changed("max-in-flight") && pf.maxInFlight < 1 {
+		return nil, usageErrorf("--max-in-flight must be ≥ 1")
+	}
+	if f.Changed("prefix-groups") && pf.prefixGroups < 1 {
+		return nil, usageErrorf("--prefix-groups must be ≥ 1")
 	}
 	if f.Changed("concurrency") && len(pf.concurrency) == 0 {
 		return nil, usageErrorf("--concurrency needs at least one value")
@@ -318,7 +354,8 @@ type profileResult struct {
 // runProfile runs a validated configuration and writes the artifact at output. It prints
 // warnings and progress on stderr, the summary on stdout, and returns an exitError for
 // every code but 0. res, when non-nil, receives what the run learned.
-func runProfile(ctx context.Context, stdout, stderr io.Writer, cfg *loadgen.Config, tok prompt.Tokenizer, tokName, output string, quiet bool, slo *sloPolicy, res *profileResult) error {
+func runProfile(ctx context.Context, stdout, stderr io.Writer, o profileOpts, res *profileResult) error {
+	cfg, tok, tokName, output, quiet, slo := o.cfg, o.tok, o.tokName, o.output, o.quiet, o.slo
 	for _, w := range profileWarnings(cfg) {
 		fmt.Fprintf(stderr, "Warning: %s\n", w)
 	}
@@ -333,13 +370,30 @@ func runProfile(ctx context.Context, stdout, stderr io.Writer, cfg *loadgen.Conf
 	host := artifact.HostIdentity()
 	started := time.Now()
 	sink := &countingSink{w: w}
-	first := &artifact.Session{SessionID: sessionID, TimestampNS: started.UnixNano(), Status: artifact.StatusRunning, Config: cfg.SessionConfig(tokName)}
+	prog := newProgress(stderr, quiet)
+	warn := func(msg string) {
+		prog.clear()
+		fmt.Fprintf(stderr, "Warning: %s\n", msg)
+	}
+	tf := o.telemetry
+	if tf == nil {
+		tf = &telemetryFlags{}
+	}
+	tele, err := startTelemetry(ctx, tf, cfg, w, sessionID, host.ClockDomain(), warn)
+	if err != nil {
+		_ = w.Close()
+		return withCode(exitUnexpected, err)
+	}
+	sc := cfg.SessionConfig(tokName)
+	tele.sessionConfig(sc, cfg)
+	first := &artifact.Session{SessionID: sessionID, TimestampNS: started.UnixNano(), Status: artifact.StatusRunning, Config: sc}
+	header := artifact.NewArtifactHeader(cfg.RunID, sessionID, version, started.UnixNano(), host, os.Getpid())
 	workload, werr := cfg.WorkloadRecord(sessionID, tok)
 	if werr != nil {
 		_ = w.Close()
 		return withCode(exitUnexpected, werr)
 	}
-	head := []any{first, artifact.NewArtifactHeader(cfg.RunID, sessionID, version, started.UnixNano(), host, os.Getpid()), workload}
+	head := []any{first, header, workload}
 	if slo != nil {
 		doc, err := json.Marshal(slo.policy.Document())
 		if err != nil {
@@ -365,19 +419,15 @@ func runProfile(ctx context.Context, stdout, stderr io.Writer, cfg *loadgen.Conf
 	}
 	hc := client.New(client.Options{MaxConnsPerHost: conns, Timeout: cfg.Timeout})
 	defer hc.CloseIdle()
-	prog := newProgress(stderr, quiet)
-	hooks := loadgen.Hooks{
-		CaseStart: prog.caseStart,
-		Request:   prog.request,
-		Warn: func(msg string) {
-			prog.clear()
-			fmt.Fprintf(stderr, "Warning: %s\n", msg)
-		},
-	}
+	hooks := loadgen.Hooks{CaseStart: prog.caseStart, Request: prog.request, Warn: warn}
+	tele.hooks(&hooks)
 	runner := loadgen.NewRunner(cfg, hc, tok, sink, sessionID, hooks)
 	prog.start()
 	runErr := runner.Run(ctx)
 	prog.stop()
+	if err := tele.finish(ctx, w, header.Context, ctx.Err() != nil); err != nil && runErr == nil {
+		runErr = err
+	}
 
 	status := artifact.StatusCompleted
 	var errText *string
@@ -448,4 +498,16 @@ func (s *countingSink) Write(rec any) error {
 		s.n.Add(1)
 	}
 	return err
+}
+
+// samePath reports whether two paths name the same file (or would, once created).
+func samePath(a, b string) bool {
+	if sa, err := os.Stat(a); err == nil {
+		if sb, err := os.Stat(b); err == nil {
+			return os.SameFile(sa, sb)
+		}
+	}
+	aa, err1 := filepath.Abs(a)
+	ab, err2 := filepath.Abs(b)
+	return err1 == nil && err2 == nil && aa == ab
 }

@@ -1,0 +1,308 @@
+package analyze
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/join"
+	"github.com/inferprobe/inferprobe/receiver"
+	"github.com/inferprobe/inferprobe/scrape/vllm"
+)
+
+// SpanLatencyAttributes are the vLLM span attributes summarised per case (seconds on the
+// span, reported in ms). They are residency in the server's stages, not GPU time.
+var SpanLatencyAttributes = []string{
+	"gen_ai.latency.time_in_queue",
+	"gen_ai.latency.time_to_first_token",
+	"gen_ai.latency.time_in_model_prefill",
+	"gen_ai.latency.time_in_model_decode",
+	"gen_ai.latency.time_in_model_inference",
+	"gen_ai.latency.e2e",
+}
+
+// spanNote labels the per-case span block.
+const spanNote = "server-reported residency per request (queue, prefill, decode), not GPU time"
+
+// SpanSummary is telemetry.vllm.spans: the whole run's span deliveries and join.
+type SpanSummary struct {
+	Total                 int            `json:"total"`
+	Joined                int            `json:"joined"`
+	Deliveries            int            `json:"deliveries"`
+	Duplicates            int            `json:"duplicates"`
+	ConflictingDuplicates int            `json:"conflicting_duplicates"`
+	QuarantinedRequests   map[string]int `json:"quarantined_requests"`
+	UnjoinedByReason      map[string]int `json:"unjoined_by_reason"`
+	JoinedBy              map[string]int `json:"joined_by"`
+	Sources               map[string]int `json:"sources"`
+}
+
+// CaseSpans is telemetry.vllm.cases[id].spans.
+type CaseSpans struct {
+	Requests            int                    `json:"requests"`
+	RequestsWithSpan    int                    `json:"requests_with_span"`
+	QuarantinedRequests int                    `json:"quarantined_requests"`
+	Latency             map[string]SpanLatency `json:"latency"`
+	Note                string                 `json:"note"`
+	byAttr              map[string][]float64   // the values summarised, ms
+}
+
+// SpanLatency is n / p50 / p95 / mean of one span attribute over a case's joined spans, in ms.
+type SpanLatency struct {
+	N      int      `json:"n"`
+	P50Ms  *float64 `json:"p50_ms"`
+	P95Ms  *float64 `json:"p95_ms"`
+	MeanMs *float64 `json:"mean_ms"`
+}
+
+// vllmResult is what the vLLM analysis adds to a report.
+type vllmResult struct {
+	block  *vllm.Block
+	spans  *SpanSummary
+	server *ServerEvidence // nil without spans
+}
+
+// spanRecords decodes the artifact's infer.vllm_span records.
+func spanRecords(a *artifact.Artifact) ([]receiver.SpanRecord, error) {
+	var out []receiver.SpanRecord
+	for i := range a.Others {
+		if a.Others[i].Kind.EventType != artifact.EventVLLMSpan {
+			continue
+		}
+		rec, err := receiver.DecodeSpanRecord(a.Others[i].JSON)
+		if err != nil {
+			return nil, fmt.Errorf("%w: infer.vllm_span: %w", artifact.ErrInvalidArtifact, err)
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+func hasSpanCapability(a *artifact.Artifact) bool {
+	for _, c := range a.Capabilities {
+		if c.Component == "vllm.spans" {
+			return true
+		}
+	}
+	return false
+}
+
+// analyzeVLLM builds telemetry.vllm from the artifact's scrape and span records plus extra
+// spans (analyze --vllm-spans), and the server evidence of the span join. Scrapes give the
+// per-engine deltas (scrape/vllm); spans are joined to the requests (join) and summarised
+// per case. Errors: an undecodable scrape or span record (exit 5).
+func analyzeVLLM(in *Input, extra []receiver.SpanRecord) (*vllmResult, error) {
+	a := in.Artifact
+	block, err := vllm.FromArtifact(a)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", artifact.ErrInvalidArtifact, err)
+	}
+	spans, err := spanRecords(a)
+	if err != nil {
+		return nil, err
+	}
+	spans = append(spans, extra...)
+	res := &vllmResult{block: block}
+	if len(spans) == 0 && !hasSpanCapability(a) {
+		return res, nil
+	}
+	if block.Status != vllm.ReportCollected {
+		block.Status, block.ObservationScope, block.Note = vllm.ReportCollected, vllm.ObservationScope, vllm.Note
+	}
+	if block.Cases == nil {
+		block.Cases = map[string]*vllm.CaseBlock{}
+	}
+
+	var reqs []join.Request
+	caseOf := map[string]string{}
+	for id, list := range in.Cases {
+		for i := range list {
+			r := &list[i]
+			if r.XRequestID == nil {
+				continue
+			}
+			jr := join.Request{XRequestID: *r.XRequestID, Measured: true}
+			if r.TraceID != nil {
+				jr.TraceID = *r.TraceID
+			}
+			reqs = append(reqs, jr)
+			caseOf[*r.XRequestID] = id
+		}
+	}
+	for _, r := range in.Warmup {
+		jr := join.Request{}
+		if r.XRequestID != nil {
+			jr.XRequestID = *r.XRequestID
+		}
+		if r.TraceID != nil {
+			jr.TraceID = *r.TraceID
+		}
+		reqs = append(reqs, jr)
+	}
+	js := make([]join.Span, len(spans))
+	sources := map[string]int{}
+	for i := range spans {
+		s := &spans[i]
+		js[i] = join.Span{Name: s.Name, Digest: s.ContentDigest(), Attributes: s.Attributes}
+		if s.TraceID != nil {
+			js[i].TraceID = *s.TraceID
+		}
+		if s.SpanID != nil {
+			js[i].SpanID = *s.SpanID
+		}
+		if id, ok := s.String("gen_ai.request.id"); ok {
+			js[i].GenAIRequestID = id
+		}
+		sources[s.Source]++
+	}
+	jr := join.Spans(reqs, js)
+
+	sum := &SpanSummary{
+		Total: jr.Total, Joined: len(jr.Joined), Deliveries: jr.Deliveries, Duplicates: jr.Duplicates,
+		ConflictingDuplicates: jr.ConflictingDuplicates, QuarantinedRequests: jr.QuarantinedByReason,
+		UnjoinedByReason: jr.UnjoinedByReason, JoinedBy: map[string]int{}, Sources: sources,
+	}
+	for _, by := range jr.JoinedBy {
+		sum.JoinedBy[by]++
+	}
+	res.spans = sum
+	block.Spans = sum
+	ev := &ServerEvidence{Spans: jr.Joined, Quarantined: jr.Quarantined, Admitted: map[string]bool{}}
+	for x := range jr.Joined {
+		ev.Admitted[x] = true
+	}
+	for x := range jr.Quarantined {
+		ev.Admitted[x] = true
+	}
+	res.server = ev
+
+	for id, list := range in.Cases {
+		cs := &CaseSpans{Latency: map[string]SpanLatency{}, Note: spanNote, byAttr: map[string][]float64{}}
+		for i := range list {
+			x := list[i].XRequestID
+			if x == nil {
+				continue
+			}
+			cs.Requests++
+			if _, q := jr.Quarantined[*x]; q {
+				cs.QuarantinedRequests++
+				continue
+			}
+			attrs, ok := jr.Joined[*x]
+			if !ok {
+				continue
+			}
+			cs.RequestsWithSpan++
+			for _, k := range SpanLatencyAttributes {
+				if v, ok := finiteNumber(attrs[k]); ok {
+					cs.byAttr[k] = append(cs.byAttr[k], v*1000)
+				}
+			}
+		}
+		for _, k := range SpanLatencyAttributes {
+			cs.Latency[k] = summarizeMs(cs.byAttr[k])
+		}
+		cb := block.Cases[id]
+		if cb == nil {
+			cb = &vllm.CaseBlock{State: "resolved", Reasons: []string{}, Engines: map[string]*vllm.EngineBlock{}}
+			block.Cases[id] = cb
+		}
+		cb.Spans = cs
+	}
+	return res, nil
+}
+
+func summarizeMs(v []float64) SpanLatency {
+	out := SpanLatency{N: len(v)}
+	if len(v) == 0 {
+		return out
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	p50, _ := Quantile(s, 0.5)
+	p95, _ := Quantile(s, 0.95)
+	total := 0.0
+	for _, x := range s {
+		total += x
+	}
+	mean := total / float64(len(s))
+	out.P50Ms, out.P95Ms, out.MeanMs = &p50, &p95, &mean
+	return out
+}
+
+// renderVLLMSummary writes the report header's vLLM lines.
+func renderVLLMSummary(w io.Writer, r *Report) error {
+	if r.vllm == nil || r.vllm.block == nil {
+		return nil
+	}
+	var counts *vllm.SpanCounts
+	if s := r.vllm.spans; s != nil {
+		counts = &vllm.SpanCounts{Total: s.Total, Joined: s.Joined}
+		if r.vllm.block.Engine == nil || r.vllm.block.Engine.Scrapes.OK+r.vllm.block.Engine.Scrapes.Failed == 0 {
+			_, err := fmt.Fprintf(w, "vLLM spans: %d received (%d deliveries), %d joined%s\n", s.Total, s.Deliveries, s.Joined, unjoinedText(s))
+			return err
+		}
+	}
+	return vllm.RenderSummaryText(w, r.vllm.block, counts)
+}
+
+func unjoinedText(s *SpanSummary) string {
+	var parts []string
+	keys := make([]string, 0, len(s.UnjoinedByReason))
+	for k := range s.UnjoinedByReason {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if n := s.UnjoinedByReason[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	for _, k := range []string{join.ConflictingSpans, join.MultipleSpans} {
+		if n := s.QuarantinedRequests[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("quarantined %s %d", k, n))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; unjoined: " + strings.Join(parts, ", ")
+}
+
+// renderVLLMCase writes a case's vLLM lines: the engine deltas and the span line.
+func renderVLLMCase(w io.Writer, r *Report, id string) error {
+	if r.vllm == nil || r.vllm.block == nil || r.vllm.block.Cases == nil {
+		return nil
+	}
+	cb := r.vllm.block.Cases[id]
+	if cb == nil {
+		return nil
+	}
+	if cb.Engines != nil && len(cb.Engines) > 0 || cb.State != "resolved" {
+		if err := vllm.RenderCaseText(w, cb); err != nil {
+			return err
+		}
+	}
+	cs, ok := cb.Spans.(*CaseSpans)
+	if !ok || cs == nil {
+		return nil
+	}
+	line := fmt.Sprintf("  vllm spans: %d of %d requests", cs.RequestsWithSpan, cs.Requests)
+	if cs.QuarantinedRequests > 0 {
+		line += fmt.Sprintf(" (%d quarantined)", cs.QuarantinedRequests)
+	}
+	var parts []string
+	for _, k := range []string{"gen_ai.latency.time_in_queue", "gen_ai.latency.time_in_model_prefill", "gen_ai.latency.time_in_model_decode"} {
+		if l := cs.Latency[k]; l.P50Ms != nil {
+			parts = append(parts, fmt.Sprintf("%s p50 %.2f ms", strings.TrimPrefix(strings.TrimPrefix(k, "gen_ai.latency."), "time_in_"), *l.P50Ms))
+		}
+	}
+	if len(parts) > 0 {
+		line += "; " + strings.Join(parts, ", ")
+	}
+	line += "; residency, not GPU time"
+	_, err := fmt.Fprintln(w, line)
+	return err
+}
