@@ -26,7 +26,8 @@ type Sink interface {
 type Hooks struct {
 	PhaseStart func(ctx context.Context, caseID, phase string)
 	PhaseEnd   func(ctx context.Context, caseID, phase string)
-	CaseStart  func(cs Case, offered int) // offered: scheduled arrivals, or the count (0 for duration closed loops)
+	CaseStart  func(cs Case, offered int)  // offered: scheduled arrivals, or the count (0 for duration closed loops)
+	Sent       func(cs Case, phase string) // a request was dispatched (just before its call)
 	Request    func(cs Case, phase string, status client.Outcome)
 	Warn       func(msg string) // a condition the user should know about (printed as "Warning: …")
 }
@@ -468,6 +469,9 @@ func (p *phase) send(ctx context.Context, a *attempt) {
 	p.digests[a.idx] = a.prompt.Digest
 	p.mu.Unlock()
 	a.sentNS.Store(time.Now().UnixNano())
+	if p.r.hooks.Sent != nil {
+		p.r.hooks.Sent(p.cs, p.name)
+	}
 	var res client.Result
 	if berr != nil {
 		now := time.Now()

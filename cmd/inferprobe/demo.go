@@ -34,6 +34,11 @@ func newDemoCmd() *cobra.Command {
 			if ctx == nil {
 				ctx = context.Background()
 			}
+			if dir != "" {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return usageErrorf("--dir: %v", err)
+				}
+			}
 			if dir == "" {
 				d, err := os.MkdirTemp("", "inferprobe-demo-")
 				if err != nil {

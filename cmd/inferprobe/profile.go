@@ -419,7 +419,7 @@ func runProfile(ctx context.Context, stdout, stderr io.Writer, o profileOpts, re
 	}
 	hc := client.New(client.Options{MaxConnsPerHost: conns, Timeout: cfg.Timeout})
 	defer hc.CloseIdle()
-	hooks := loadgen.Hooks{CaseStart: prog.caseStart, Request: prog.request, Warn: warn}
+	hooks := loadgen.Hooks{CaseStart: prog.caseStart, Sent: prog.dispatched, Request: prog.request, Warn: warn}
 	tele.hooks(&hooks)
 	runner := loadgen.NewRunner(cfg, hc, tok, sink, sessionID, hooks)
 	prog.start()

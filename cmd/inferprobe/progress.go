@@ -25,6 +25,7 @@ type progress struct {
 	ok       int
 	failed   int
 	sent     int
+	dropped  int
 	started  time.Time
 	drawn    bool
 	stopTick chan struct{}
@@ -103,7 +104,16 @@ func (p *progress) caseStart(cs loadgen.Case, offered int) {
 		fmt.Fprintln(p.w)
 		p.drawn = false
 	}
-	p.cs, p.offered, p.done, p.ok, p.failed, p.started = cs, offered, 0, 0, 0, time.Now()
+	p.cs, p.offered, p.done, p.ok, p.failed, p.sent, p.started = cs, offered, 0, 0, 0, 0, time.Now()
+	p.mu.Unlock()
+}
+
+func (p *progress) dispatched(cs loadgen.Case, phase string) {
+	if !p.enabled || phase != loadgen.PhaseMeasured {
+		return
+	}
+	p.mu.Lock()
+	p.sent++
 	p.mu.Unlock()
 }
 
@@ -113,9 +123,13 @@ func (p *progress) request(cs loadgen.Case, phase string, st client.Outcome) {
 	}
 	p.mu.Lock()
 	p.done++
-	if st == client.OK {
+	switch st {
+	case client.OK:
 		p.ok++
-	} else {
+	case client.Dropped:
+		p.failed++
+		p.dropped++ // never sent
+	default:
 		p.failed++
 	}
 	p.mu.Unlock()
@@ -136,6 +150,7 @@ func (p *progress) draw() {
 	if p.offered > 0 {
 		offered = fmt.Sprint(p.offered)
 	}
-	fmt.Fprintf(p.w, "\r\033[K%s: %d/%s done, ok %d, failed %d, %.1f req/s", p.cs.ID, p.done, offered, p.ok, p.failed, rate)
+	inFlight := max(p.sent-(p.done-p.dropped), 0)
+	fmt.Fprintf(p.w, "\r\033[K%s: %d/%s done, ok %d, failed %d, %.1f req/s, %d in flight", p.cs.ID, p.done, offered, p.ok, p.failed, rate, inFlight)
 	p.drawn = true
 }
