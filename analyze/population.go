@@ -561,11 +561,19 @@ func dispatchWindow(requests []Request) *MeasuredInterval {
 // requestSpan spans the first start to the last end over every measured request that has
 // both times, failed ones included.
 func requestSpan(requests []Request) *MeasuredInterval {
-	var lo, hi int64
-	found := false
+	lo, hi, found := startEndSpan(requests, false)
+	if !found {
+		return nil
+	}
+	return NewInterval(KindRequestSpan, lo, hi, CohortAllMeasured)
+}
+
+// startEndSpan returns the first start and the last end over the requests that have both
+// times (only the successful ones when okOnly); found is false when none has.
+func startEndSpan(requests []Request, okOnly bool) (lo, hi int64, found bool) {
 	for i := range requests {
 		r := &requests[i]
-		if r.StartedAtNs == nil || r.EndedAtNs == nil {
+		if r.StartedAtNs == nil || r.EndedAtNs == nil || (okOnly && r.Status != StatusOK) {
 			continue
 		}
 		if !found || *r.StartedAtNs < lo {
@@ -576,10 +584,7 @@ func requestSpan(requests []Request) *MeasuredInterval {
 		}
 		found = true
 	}
-	if !found {
-		return nil
-	}
-	return NewInterval(KindRequestSpan, lo, hi, CohortAllMeasured)
+	return lo, hi, found
 }
 
 // Throughput is the successful requests' rates per second of the case's rate interval

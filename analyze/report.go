@@ -553,19 +553,7 @@ func memoryBlock(requests []Request, iv Intervals, samples []sample) Memory {
 	if iv.MeasuredSpan != nil {
 		lo, hi, found = iv.MeasuredSpan.StartedAtNs, iv.MeasuredSpan.EndedAtNs, true
 	} else {
-		for i := range requests {
-			r := &requests[i]
-			if r.Status != StatusOK || r.StartedAtNs == nil || r.EndedAtNs == nil {
-				continue
-			}
-			if !found || *r.StartedAtNs < lo {
-				lo = *r.StartedAtNs
-			}
-			if !found || *r.EndedAtNs > hi {
-				hi = *r.EndedAtNs
-			}
-			found = true
-		}
+		lo, hi, found = startEndSpan(requests, true)
 	}
 	if !found {
 		return m

@@ -306,16 +306,7 @@ func (p *phase) runClosed(ctx context.Context) time.Time {
 	}
 	go func() { wg.Wait(); close(finished) }()
 	if dur > 0 {
-		// Wait for the drain deadline or for every worker to finish.
-		t := time.NewTimer(time.Until(p.deadline))
-		defer t.Stop()
-		select {
-		case <-finished:
-		case <-t.C:
-			p.cancelPending(p.deadline)
-		case <-ctx.Done():
-			<-finished
-		}
+		p.drain(ctx, finished)
 		return windowClose
 	}
 	<-finished
@@ -404,6 +395,14 @@ dispatch:
 			return windowEnd
 		}
 	}
+	p.drain(ctx, finished)
+	return windowEnd
+}
+
+// drain waits until every request of the phase has finished (finished closes) or the drain
+// deadline passes, when what still runs is recorded as cancelled. On Ctrl+C (ctx ends) the
+// calls themselves are cancelled, so it waits for them to record that.
+func (p *phase) drain(ctx context.Context, finished <-chan struct{}) {
 	t := time.NewTimer(time.Until(p.deadline))
 	defer t.Stop()
 	select {
@@ -413,7 +412,6 @@ dispatch:
 	case <-ctx.Done():
 		<-finished
 	}
-	return windowEnd
 }
 
 func (p *phase) notePeak(n int64) {
