@@ -80,13 +80,17 @@ func spanRecords(a *artifact.Artifact) ([]receiver.SpanRecord, error) {
 	return out, nil
 }
 
-func hasSpanCapability(a *artifact.Artifact) bool {
-	for _, c := range a.Capabilities {
-		if c.Component == "vllm.spans" {
-			return true
+// StateNotCollected marks a telemetry.vllm case block of a run without /metrics scrapes.
+const StateNotCollected = "not_collected"
+
+// spanCapability returns the artifact's span receiver capability record, nil without one.
+func spanCapability(a *artifact.Artifact) *artifact.Capabilities {
+	for i := range a.Capabilities {
+		if a.Capabilities[i].Component == receiver.CapabilityComponent {
+			return &a.Capabilities[i]
 		}
 	}
-	return false
+	return nil
 }
 
 // analyzeVLLM builds telemetry.vllm from the artifact's scrape and span records plus extra
@@ -105,8 +109,16 @@ func analyzeVLLM(in *Input, extra []receiver.SpanRecord) (*vllmResult, error) {
 	}
 	spans = append(spans, extra...)
 	res := &vllmResult{block: block}
-	if len(spans) == 0 && !hasSpanCapability(a) {
+	spanCap := spanCapability(a)
+	if len(spans) == 0 && spanCap == nil {
 		return res, nil
+	}
+	// Case blocks built without any scrape say nothing about metrics: the scraper was not
+	// configured, which is not a failed or missing scrape.
+	if scrapes, _ := vllm.ScrapesFromArtifact(a); len(scrapes) == 0 {
+		for id := range block.Cases {
+			block.Cases[id] = &vllm.CaseBlock{State: StateNotCollected, Reasons: []string{}}
+		}
 	}
 	if block.Status != vllm.ReportCollected {
 		block.Status, block.ObservationScope, block.Note = vllm.ReportCollected, vllm.ObservationScope, vllm.Note
@@ -169,6 +181,11 @@ func analyzeVLLM(in *Input, extra []receiver.SpanRecord) (*vllmResult, error) {
 	}
 	res.spans = sum
 	block.Spans = sum
+	if len(spans) == 0 && spanCap != nil && !spanCap.Available {
+		// No receiver ran (every listener failed to bind): nothing was observed, so the
+		// server's admission is unknown (null), not zero.
+		return res, nil
+	}
 	ev := &ServerEvidence{Spans: jr.Joined, Quarantined: jr.Quarantined, Admitted: map[string]bool{}}
 	for x := range jr.Joined {
 		ev.Admitted[x] = true
@@ -206,7 +223,7 @@ func analyzeVLLM(in *Input, extra []receiver.SpanRecord) (*vllmResult, error) {
 		}
 		cb := block.Cases[id]
 		if cb == nil {
-			cb = &vllm.CaseBlock{State: "resolved", Reasons: []string{}, Engines: map[string]*vllm.EngineBlock{}}
+			cb = &vllm.CaseBlock{State: StateNotCollected, Reasons: []string{}}
 			block.Cases[id] = cb
 		}
 		cb.Spans = cs
@@ -237,15 +254,16 @@ func renderVLLMSummary(w io.Writer, r *Report) error {
 	if r.vllm == nil || r.vllm.block == nil {
 		return nil
 	}
-	var counts *vllm.SpanCounts
-	if s := r.vllm.spans; s != nil {
-		counts = &vllm.SpanCounts{Total: s.Total, Joined: s.Joined}
-		if r.vllm.block.Engine == nil || r.vllm.block.Engine.Scrapes.OK+r.vllm.block.Engine.Scrapes.Failed == 0 {
-			_, err := fmt.Fprintf(w, "vLLM spans: %d received (%d deliveries), %d joined%s\n", s.Total, s.Deliveries, s.Joined, unjoinedText(s))
+	if e := r.vllm.block.Engine; e != nil && e.Scrapes.OK+e.Scrapes.Failed > 0 {
+		if err := vllm.RenderSummaryText(w, r.vllm.block, nil); err != nil {
 			return err
 		}
 	}
-	return vllm.RenderSummaryText(w, r.vllm.block, counts)
+	if s := r.vllm.spans; s != nil {
+		_, err := fmt.Fprintf(w, "vLLM spans: %d received (%d deliveries), %d joined%s\n", s.Total, s.Deliveries, s.Joined, unjoinedText(s))
+		return err
+	}
+	return nil
 }
 
 func unjoinedText(s *SpanSummary) string {
@@ -280,7 +298,7 @@ func renderVLLMCase(w io.Writer, r *Report, id string) error {
 	if cb == nil {
 		return nil
 	}
-	if cb.Engines != nil && len(cb.Engines) > 0 || cb.State != "resolved" {
+	if len(cb.Engines) > 0 || (cb.State != "resolved" && cb.State != StateNotCollected) {
 		if err := vllm.RenderCaseText(w, cb); err != nil {
 			return err
 		}

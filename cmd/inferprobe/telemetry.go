@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -38,7 +41,7 @@ func (tf *telemetryFlags) register(cmd *cobra.Command) {
 	f.Float64Var(&tf.metricsInterval, "vllm-metrics-interval", 1, "seconds between scrapes during a phase (≥ 0.1; with --vllm-metrics)")
 	f.StringVar(&tf.spansHTTP, "vllm-spans-listen", "", "receive vLLM's OTLP spans over HTTP on HOST:PORT (bare flag: "+defaultSpansHTTPListen+"); gRPC is received too")
 	f.Lookup("vllm-spans-listen").NoOptDefVal = defaultSpansHTTPListen
-	f.StringVar(&tf.spansGRPC, "vllm-spans-grpc-listen", "", "OTLP/gRPC listen address of the span receiver (default "+defaultSpansGRPCListen+" when spans are received)")
+	f.StringVar(&tf.spansGRPC, "vllm-spans-grpc-listen", "", "OTLP/gRPC listen address of the span receiver (default "+defaultSpansGRPCListen+" when spans are received); given alone, it turns the receiver on too")
 	f.Lookup("vllm-spans-grpc-listen").NoOptDefVal = defaultSpansGRPCListen
 	f.Float64Var(&tf.spansDrain, "vllm-spans-drain", 6, "seconds to keep receiving spans after the last phase (vLLM batches spans about every 5 s)")
 }
@@ -54,18 +57,31 @@ func (tf *telemetryFlags) validate(cmd *cobra.Command, cfg *loadgen.Config) erro
 	}
 	spans := tf.spansHTTP != "" || tf.spansGRPC != ""
 	if !spans && f.Changed("vllm-spans-drain") {
-		return usageErrorf("--vllm-spans-drain needs --vllm-spans-listen")
+		return usageErrorf("--vllm-spans-drain needs --vllm-spans-listen or --vllm-spans-grpc-listen")
 	}
 	if spans && !(tf.spansDrain >= 0 && tf.spansDrain <= 600) {
 		return usageErrorf("--vllm-spans-drain must be between 0 and 600 seconds")
 	}
 	if spans {
+		for _, a := range []struct{ flag, addr string }{{"--vllm-spans-listen", tf.spansHTTP}, {"--vllm-spans-grpc-listen", tf.spansGRPC}} {
+			if a.addr == "" {
+				continue
+			}
+			host, port, err := net.SplitHostPort(a.addr)
+			n, perr := strconv.Atoi(port)
+			if err != nil || perr != nil || n < 0 || n > 65535 || strings.ContainsAny(host, " /") {
+				return usageErrorf("%s must be HOST:PORT with a port within 0..65535, not %q", a.flag, a.addr)
+			}
+		}
 		if tf.spansHTTP == "" {
 			tf.spansHTTP = defaultSpansHTTPListen
 		}
 		if tf.spansGRPC == "" {
 			tf.spansGRPC = defaultSpansGRPCListen
 		}
+	}
+	if spans && tf.spansHTTP == tf.spansGRPC && !strings.HasSuffix(tf.spansHTTP, ":0") {
+		return usageErrorf("--vllm-spans-listen and --vllm-spans-grpc-listen need two addresses (both are %s)", tf.spansHTTP)
 	}
 	if tf.metrics != "" {
 		if _, err := tf.newScraper(cfg, "", ""); err != nil {
@@ -125,7 +141,7 @@ func startTelemetry(ctx context.Context, tf *telemetryFlags, cfg *loadgen.Config
 		})
 		if err := t.recv.Listen(ctx, tf.spansHTTP, tf.spansGRPC); err != nil {
 			t.bindErr = err
-			warn(fmt.Sprintf("the span receiver could not bind (%v); spans on that listener will not be received", err))
+			warn(fmt.Sprintf("the span receiver could not bind (%s); spans on that listener will not be received", strings.ReplaceAll(err.Error(), "\n", "; ")))
 		}
 	}
 	return t, nil

@@ -129,3 +129,44 @@ func TestProfileScrapesEngineRestartAndEngines(t *testing.T) {
 		}
 	}
 }
+
+// TestSpansReceiverUnavailable: both listeners fail to bind — the run continues, the report
+// says nothing about metrics that were never asked for, and server admission is unknown
+// (null), not zero.
+func TestSpansReceiverUnavailable(t *testing.T) {
+	busy1, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy1.Close()
+	busy2, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy2.Close()
+	srv := startSim(t, nil)
+	out := filepath.Join(t.TempDir(), "u.jsonl")
+	code := runQuiet("profile", "--base-url", srv.URL()+"/v1", "--model", sim.DefaultConfig().Model, "--output", out,
+		"--requests", "3", "--input-tokens", "16", "--output-tokens", "4",
+		"--vllm-spans-listen="+busy1.Addr().String(), "--vllm-spans-grpc-listen="+busy2.Addr().String(), "--vllm-spans-drain", "0")
+	if code != 0 {
+		t.Fatalf("exit %d: a bind failure must not stop the run", code)
+	}
+	rep := reportMap(t, out)
+	for id, cb := range dig(rep, "telemetry", "vllm", "cases").(map[string]any) {
+		if dig(cb, "state") != "not_collected" || len(dig(cb, "reasons").([]any)) != 0 {
+			t.Fatalf("case %s: %v", id, cb)
+		}
+	}
+	for _, c := range rep["cases"].(map[string]any) {
+		pop := dig(c, "population").(map[string]any)
+		if v, ok := pop["server_admitted"]; !ok || v != nil {
+			t.Fatalf("server_admitted %v, want null", v)
+		}
+	}
+	for _, bad := range []string{"--vllm-spans-listen=notaport", "--vllm-spans-listen=127.0.0.1:99999"} {
+		if code := runQuiet("profile", "--base-url", srv.URL()+"/v1", "--model", "m", "--output", out+"2", bad); code != exitUsage {
+			t.Fatalf("%s: exit %d, want 2", bad, code)
+		}
+	}
+}
