@@ -54,6 +54,9 @@ type Options struct {
 	// VLLMSpans are spans from outside the artifact (analyze --vllm-spans FILE), joined with
 	// the artifact's own infer.vllm_span records.
 	VLLMSpans []receiver.SpanRecord
+	// ServerTelemetry, when set with samples, is joined to the case windows
+	// (telemetry.server_join, server_targets, memory.server_*; see ServerTelemetry).
+	ServerTelemetry *ServerTelemetry
 }
 
 // Summary is the report's summary over measured requests: totals, failures by status,
@@ -106,6 +109,9 @@ type Memory struct {
 	PeakProcessRSSBytes *int64         `json:"peak_process_rss_bytes"`
 	ServerObservations  map[string]any `json:"server_observations"`
 	ServerCoverage      ServerCoverage `json:"server_coverage"`
+	// ServerMembers lists a server group's ranks (groups only; server_observations then
+	// stays empty and values of different members are never added).
+	ServerMembers []ServerMember `json:"server_members,omitempty"`
 }
 
 // CaseReport is one case of the version-2 report (stormlog.md §2.6). RequestCount counts its
@@ -295,6 +301,9 @@ func AnalyzeInput(ctx context.Context, in *Input, opts Options) (*Report, error)
 			}
 		}
 		rep.Cases[id] = caseReport(c, rule, policy, source, caches[id], samples, opts.Server != nil && len(opts.Server.Spans) > 0)
+	}
+	if err := applyServerTelemetry(rep, in, opts.ServerTelemetry); err != nil {
+		return nil, err
 	}
 	return rep, nil
 }

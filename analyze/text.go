@@ -6,6 +6,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/inferprobe/inferprobe/join"
 )
 
 // RenderText writes the text report: a header (totals, failures by status, failure rate,
@@ -37,6 +39,9 @@ func RenderText(w io.Writer, r *Report) error {
 		fmt.Fprintf(b, "Workload digest: %s (seed %v)\n", d, r.Workload["seed"])
 	}
 	fmt.Fprintln(b, "Memory observations: client-local")
+	if line := serverJoinLine(r); line != "" {
+		fmt.Fprintln(b, line)
+	}
 	if err := renderVLLMSummary(b, r); err != nil {
 		return err
 	}
@@ -138,6 +143,13 @@ func caseLines(id string, c *CaseReport) []string {
 	if c.SLO != nil {
 		lines = append(lines, "  "+SLOLine(c.SLO))
 	}
+	if cov := c.Memory.ServerCoverage; cov.Status != "not_joined" {
+		line := "  server coverage: " + cov.Status
+		if cov.Reason != nil {
+			line += " (" + *cov.Reason + ")"
+		}
+		lines = append(lines, line)
+	}
 	return lines
 }
 
@@ -227,4 +239,21 @@ func bounds(lo, hi *float64, f func(float64) string) string {
 		return a
 	}
 	return a + "-" + b
+}
+
+// serverJoinLine is the header's server join line, "" without server telemetry.
+func serverJoinLine(r *Report) string {
+	j, ok := r.Telemetry["server_join"].(join.ServerJoin)
+	if !ok {
+		return ""
+	}
+	line := "Server telemetry: " + j.Status
+	switch {
+	case j.Reason != nil:
+		line += " (" + *j.Reason + ")"
+	case j.ClockAlignmentEvidence != nil:
+		line += fmt.Sprintf(" (clock evidence %s; cases observed %d, partial %d, empty %d)", *j.ClockAlignmentEvidence,
+			j.CaseCoverage["observed"], j.CaseCoverage["partial"], j.CaseCoverage["empty"])
+	}
+	return line
 }

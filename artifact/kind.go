@@ -55,8 +55,8 @@ const (
 	TelemetrySampleSchemaVersion = 1
 )
 
-// Kinds of the records. KindVLLMScrape, KindVLLMSpan, KindTelemetrySample and
-// KindRequestV2 have no Go type yet: the reader keeps them as *Raw.
+// Kinds of the records. KindVLLMScrape, KindVLLMSpan and KindRequestV2 have
+// no Go type yet: the reader keeps them as *Raw.
 var (
 	KindSession         = Kind{EventSession, SessionSchemaVersion}
 	KindArtifact        = Kind{EventArtifact, ArtifactSchemaVersion}

@@ -50,8 +50,8 @@ type Record struct {
 	// Kind is the line's event_type and schema_version.
 	Kind Kind
 	// Value is *Session, *ArtifactHeader, *Workload, *SLORecord,
-	// *CacheState, *PhaseWindow, *Request, *Capabilities or *ClockAlignment
-	// for those kinds (the Kind* variables), and *Raw for every other kind,
+	// *CacheState, *PhaseWindow, *Request, *Capabilities, *ClockAlignment or
+	// *TelemetrySample for those kinds (the Kind* variables), and *Raw for every other kind,
 	// including infer.request v2 and lines without an event_type.
 	Value Typed
 	// Raw is the line's text (surrounding whitespace removed). It is valid
@@ -237,6 +237,8 @@ func decodeLine(text []byte) (Record, *LineError) {
 		rec.Value, err = decodeAs[Capabilities](text)
 	case KindClockAlignment:
 		rec.Value, err = decodeAs[ClockAlignment](text)
+	case KindTelemetrySample:
+		rec.Value, err = decodeAs[TelemetrySample](text)
 	default:
 		if err := syntaxError(text); err != nil {
 			return Record{}, &LineError{Err: err}
@@ -488,8 +490,10 @@ type Artifact struct {
 	Requests        []Request
 	Capabilities    []Capabilities
 	ClockAlignments []ClockAlignment
+	// TelemetrySamples holds every infer.telemetry_sample v1 record.
+	TelemetrySamples []TelemetrySample
 	// Others holds every record kept as *Raw (infer.request v2, vLLM scrapes
-	// and spans, telemetry samples, unknown kinds) and any infer.artifact or
+	// and spans, unknown kinds) and any infer.artifact or
 	// infer.workload after the first.
 	Others []Raw
 	// Truncated is set when the last line was cut short and ignored.
@@ -595,6 +599,8 @@ func ReadFileContext(ctx context.Context, path string) (*Artifact, error) {
 			a.Capabilities = append(a.Capabilities, *v)
 		case *ClockAlignment:
 			a.ClockAlignments = append(a.ClockAlignments, *v)
+		case *TelemetrySample:
+			a.TelemetrySamples = append(a.TelemetrySamples, *v)
 		case *Raw:
 			a.Others = append(a.Others, *v)
 		}

@@ -718,7 +718,7 @@ func (c ClockAlignment) MarshalJSON() ([]byte, error) {
 
 // Raw is a record kept as its JSON text: every kind this package does not
 // decode into a typed record (infer.request v2, infer.vllm_scrape,
-// infer.vllm_span, infer.telemetry_sample, infer.system_sample,
+// infer.vllm_span, infer.system_sample,
 // infer.summary, unknown types and versions, and objects without an
 // event_type). Writing a Raw writes JSON as it is (compacted); it must be an
 // object carrying its own event_type and schema_version.

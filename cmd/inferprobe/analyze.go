@@ -15,6 +15,7 @@ import (
 
 	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/join"
 	"github.com/inferprobe/inferprobe/loadgen"
 	"github.com/inferprobe/inferprobe/receiver"
 )
@@ -26,6 +27,10 @@ type analyzeFlags struct {
 	format, output, sloFile string
 	slo                     []string
 	vllmSpans               []string
+	serverTelemetry         []string
+	directServer            bool
+	clockOffsetNS           int64
+	clockUncertaintyNS      int64
 }
 
 func newAnalyzeCmd() *cobra.Command {
@@ -44,7 +49,8 @@ and upper bounds over every offered request. Only measured requests are analysed
 artifact's recorded policy, with a warning.
 
 Exit codes: 0 the report was produced (even when every request failed); 5 a missing,
-unreadable or invalid artifact or --slo-file; 2 bad flags; 1 an unwritable --output or
+unreadable or invalid artifact, --slo-file or --server-telemetry file (or a malformed
+infer.clock_alignment record); 2 bad flags; 1 an unwritable --output or
 anything else; 130 interrupted.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -57,6 +63,10 @@ anything else; 130 interrupted.`,
 	f.StringArrayVar(&af.slo, "slo", nil, "SLO criterion KEY:MS, repeatable (ttft:500, e2e:2000, server.ttft:400)")
 	f.StringVar(&af.sloFile, "slo-file", "", "SLO policy document (stormlog.infer.slo version 1)")
 	f.StringArrayVar(&af.vllmSpans, "vllm-spans", nil, "vLLM spans from a file (OTLP JSON, or JSONL of infer.vllm_span records), joined with the artifact's own; repeatable")
+	f.StringArrayVar(&af.serverTelemetry, "server-telemetry", nil, "server telemetry file written by collect-server (JSONL of infer.telemetry_sample), joined to the case windows; repeatable (one per group member)")
+	f.BoolVar(&af.directServer, "direct-server", false, "assert that every request reached the one server process the telemetry observed (no load balancer)")
+	f.Int64Var(&af.clockOffsetNS, "clock-offset-ns", 0, "server-to-client clock offset in ns (server timestamp + offset = client timestamp)")
+	f.Int64Var(&af.clockUncertaintyNS, "clock-uncertainty-ns", 0, "bound on the clock offset's error in ns (≥ 0)")
 	return cmd
 }
 
@@ -109,6 +119,10 @@ func (af *analyzeFlags) run(cmd *cobra.Command, path string) error {
 		}
 		spans = append(spans, recs...)
 	}
+	server, err := af.serverTelemetryInput(cmd)
+	if err != nil {
+		return err
+	}
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()
@@ -117,13 +131,13 @@ func (af *analyzeFlags) run(cmd *cobra.Command, path string) error {
 	defer stop()
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(analyzeMemoryLimit(path)))
 
-	rep, err := analyzeArtifactReportContext(ctx, path, analyze.Options{Policy: policy, PolicySource: source, VLLMSpans: spans})
+	rep, err := analyzeArtifactReportContext(ctx, path, analyze.Options{Policy: policy, PolicySource: source, VLLMSpans: spans, ServerTelemetry: server})
 	if err != nil {
 		switch {
 		case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 			fmt.Fprintln(cmd.ErrOrStderr(), "Interrupted")
 			return &exitError{code: exitInterrupted}
-		case errors.Is(err, artifact.ErrInvalidArtifact):
+		case errors.Is(err, artifact.ErrInvalidArtifact), errors.Is(err, join.ErrInvalidTelemetry):
 			return withCode(exitBadInput, err)
 		default:
 			return withCode(exitUnexpected, err)
@@ -211,4 +225,30 @@ func analyzeArtifactReportContext(ctx context.Context, path string, opts analyze
 		rep.Warnings = append([]string{fmt.Sprintf("%s: %s", path, t)}, rep.Warnings...)
 	}
 	return rep, nil
+}
+
+// serverTelemetryInput reads --server-telemetry files (exit 5 for a missing or invalid one)
+// and the clock flags (exit 2 for a negative --clock-uncertainty-ns); nil without files.
+func (af *analyzeFlags) serverTelemetryInput(cmd *cobra.Command) (*analyze.ServerTelemetry, error) {
+	st := &analyze.ServerTelemetry{DirectServer: af.directServer}
+	if cmd.Flags().Changed("clock-offset-ns") {
+		st.Clock.OffsetNS = artifact.Ptr(af.clockOffsetNS)
+	}
+	if cmd.Flags().Changed("clock-uncertainty-ns") {
+		if af.clockUncertaintyNS < 0 {
+			return nil, usageErrorf("--clock-uncertainty-ns must be ≥ 0, not %d", af.clockUncertaintyNS)
+		}
+		st.Clock.UncertaintyNS = artifact.Ptr(af.clockUncertaintyNS)
+	}
+	if len(af.serverTelemetry) == 0 {
+		return nil, nil
+	}
+	for _, f := range af.serverTelemetry {
+		samples, err := join.ReadTelemetryFile(f)
+		if err != nil {
+			return nil, withCode(exitBadInput, fmt.Errorf("--server-telemetry: %w", err))
+		}
+		st.Samples = append(st.Samples, samples...)
+	}
+	return st, nil
 }

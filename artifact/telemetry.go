@@ -1,0 +1,137 @@
+package artifact
+
+// Scopes of infer.telemetry_sample (inference_telemetry_v1.schema.json
+// "scope"): what the counter measures.
+const (
+	ScopeServerProcess = "server_process"
+	ScopeGPUDevice     = "gpu_device"
+	ScopeGPUInstance   = "gpu_instance"
+)
+
+// Counter owners of infer.telemetry_sample ("counter_owner"): who keeps the
+// counter.
+const (
+	OwnerOperatingSystemProcess = "operating_system_process"
+	OwnerGPUProcess             = "gpu_process"
+	OwnerAllocator              = "allocator"
+	OwnerEngineCache            = "engine_cache"
+	OwnerGPUDevice              = "gpu_device"
+	OwnerGPUInstance            = "gpu_instance"
+)
+
+// Metrics of infer.telemetry_sample ("metric"); every value is in bytes.
+const (
+	MetricProcessRSSBytes             = "process_rss_bytes"
+	MetricProcessGPUUsedBytes         = "process_gpu_used_bytes"
+	MetricAllocatorAllocatedBytes     = "allocator_allocated_bytes"
+	MetricAllocatorReservedBytes      = "allocator_reserved_bytes"
+	MetricEngineCacheOccupiedBytes    = "engine_cache_occupied_bytes"
+	MetricDeviceMemoryUsedBytes       = "device_memory_used_bytes"
+	MetricDeviceMemoryReservedBytes   = "device_memory_reserved_bytes"
+	MetricInstanceMemoryUsedBytes     = "instance_memory_used_bytes"
+	MetricInstanceMemoryReservedBytes = "instance_memory_reserved_bytes"
+)
+
+// Sample states of infer.telemetry_sample ("state"). Only SampleValid
+// carries a value; every other state has a null value_bytes.
+const (
+	SampleValid   = "valid"
+	SampleMissing = "missing"
+	SampleStale   = "stale"
+	SampleInvalid = "invalid"
+)
+
+// Provenances of infer.telemetry_sample ("provenance").
+const (
+	ProvenanceObserved  = "observed"
+	ProvenanceReported  = "reported"
+	ProvenanceEstimated = "estimated"
+)
+
+// MetricScope returns the scope and counter owner the schema ties to a
+// metric (inference_telemetry_v1.schema.json allOf), and false for an
+// unknown metric.
+func MetricScope(metric string) (scope, owner string, ok bool) {
+	switch metric {
+	case MetricProcessRSSBytes:
+		return ScopeServerProcess, OwnerOperatingSystemProcess, true
+	case MetricProcessGPUUsedBytes:
+		return ScopeServerProcess, OwnerGPUProcess, true
+	case MetricAllocatorAllocatedBytes, MetricAllocatorReservedBytes:
+		return ScopeServerProcess, OwnerAllocator, true
+	case MetricEngineCacheOccupiedBytes:
+		return ScopeServerProcess, OwnerEngineCache, true
+	case MetricDeviceMemoryUsedBytes, MetricDeviceMemoryReservedBytes:
+		return ScopeGPUDevice, OwnerGPUDevice, true
+	case MetricInstanceMemoryUsedBytes, MetricInstanceMemoryReservedBytes:
+		return ScopeGPUInstance, OwnerGPUInstance, true
+	}
+	return "", "", false
+}
+
+// TelemetrySample is the infer.telemetry_sample v1 record: one reading of
+// one server-side memory counter, written by `inferprobe collect-server`
+// (stormlog.md §2.5, inference_telemetry_v1.schema.json). Field names are
+// the schema's. Times are Unix epoch nanoseconds in ClockDomain; values are
+// bytes. The semantic checks of the schema (enums, the value/state rule,
+// the metric→scope/owner rule) belong to the join package, which reads
+// these files.
+type TelemetrySample struct {
+	// Scope is one of the Scope* constants.
+	Scope string `json:"scope"`
+	// ClockDomain is "{host}/{boot_id}/unix_epoch_ns", or
+	// "{host}/unix_epoch_ns" without a boot id (see ClockDomain).
+	ClockDomain string `json:"clock_domain"`
+	// CounterOwner is one of the Owner* constants.
+	CounterOwner string `json:"counter_owner"`
+	// RunID is the run the collector was started for (--run-id).
+	RunID    string            `json:"run_id"`
+	Identity TelemetryIdentity `json:"identity"`
+	// ObservedAtNS is when the reading was taken (Unix epoch ns).
+	ObservedAtNS int64 `json:"observed_at_ns"`
+	// Metric is one of the Metric* constants.
+	Metric string `json:"metric"`
+	// ValueBytes is the reading in bytes; null unless State is SampleValid.
+	ValueBytes *int64 `json:"value_bytes"`
+	// State is one of the Sample* state constants.
+	State string `json:"state"`
+	// Source names the reader ("psutil", "nvml.v2", "nvml.v1", ...).
+	Source string `json:"source"`
+	// IntervalMS is the polling interval in milliseconds (≥ 1).
+	IntervalMS int64 `json:"interval_ms"`
+	// Detail explains a non-valid state or a fallback; null when none.
+	Detail *string `json:"detail"`
+	// Provenance is one of the Provenance* constants.
+	Provenance string `json:"provenance"`
+}
+
+// TelemetryIdentity is the identity block of infer.telemetry_sample: which
+// process, GPU and replica the sample belongs to. Unknown values are null.
+// GroupID set requires Rank and WorldSize; without GroupID, WorldSize is
+// null.
+type TelemetryIdentity struct {
+	Host string `json:"host"`
+	// PID is the server process id (≥ 1).
+	PID int64 `json:"pid"`
+	// ProcessStartNS is the process start time, Unix epoch ns (≥ 1).
+	ProcessStartNS int64   `json:"process_start_ns"`
+	DeviceUUID     *string `json:"device_uuid"`
+	// GPUInstanceID names a MIG instance; it requires DeviceUUID.
+	GPUInstanceID *string `json:"gpu_instance_id"`
+	ReplicaID     *string `json:"replica_id"`
+	Rank          *int64  `json:"rank"`
+	BootID        *string `json:"boot_id"`
+	GroupID       *string `json:"group_id,omitempty"`
+	WorldSize     *int64  `json:"world_size,omitempty"`
+}
+
+func (TelemetrySample) selfEncoding() {}
+
+// RecordKind returns KindTelemetrySample.
+func (TelemetrySample) RecordKind() Kind { return KindTelemetrySample }
+
+// MarshalJSON writes the record with its event_type and schema_version.
+func (t TelemetrySample) MarshalJSON() ([]byte, error) {
+	type plain TelemetrySample
+	return withKind(KindTelemetrySample, plain(t))
+}
