@@ -1,0 +1,97 @@
+// Package gpu is inferprobe's small view of NVIDIA's management library (NVML):
+// initialise, find a device by NVML index or by GPU/MIG UUID, read its memory
+// (v2 call with a v1 fallback that says so), list the processes running compute
+// work on it, and re-read its UUID to detect a swapped device.
+//
+// The go-nvml implementation (Open) exists only in cgo builds on Linux; every
+// other build, and any host without the NVIDIA driver library, gets
+// ErrNotAvailable. Fake is an in-memory Library for tests. Definitions follow
+// ../../shared/research/metrics.md §6 (go-nvml v0.13.4-1).
+package gpu
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNotAvailable is returned (wrapped) by Open and Init when NVML cannot be
+// used: a build without cgo, a non-Linux OS, no libnvidia-ml.so.1, or a
+// driver that is not loaded.
+var ErrNotAvailable = errors.New("NVML not available")
+
+// ErrNotFound is returned (wrapped) when no device has the requested index or UUID.
+var ErrNotFound = errors.New("GPU device not found")
+
+// Library is an initialised-or-not NVML instance. Init must succeed before
+// any device lookup; Shutdown releases it. Implementations are safe for use
+// by one goroutine at a time.
+type Library interface {
+	// Init loads and initialises NVML; errors wrap ErrNotAvailable when
+	// the library or driver is missing.
+	Init() error
+	// Shutdown releases NVML. Calling it after a failed Init returns an error.
+	Shutdown() error
+	// DeviceByIndex returns the device at NVML index i (PCI bus order, not the
+	// CUDA ordinal). Errors wrap ErrNotFound for an index out of range.
+	DeviceByIndex(i int) (Device, error)
+	// DeviceByUUID returns the device named by a GPU UUID ("GPU-…") or a MIG
+	// device UUID ("MIG-…"). Errors wrap ErrNotFound for an unknown UUID.
+	DeviceByUUID(uuid string) (Device, error)
+}
+
+// Device is one GPU or one MIG instance (a MIG device handle).
+type Device interface {
+	// UUID re-reads the device's UUID from NVML ("GPU-…" or "MIG-…").
+	UUID() (string, error)
+	// MIG reports the MIG identity when the device is a MIG instance, or
+	// nil for a whole GPU.
+	MIG() (*MIGInfo, error)
+	// Memory reads the device's (or MIG instance's) memory counters.
+	Memory() (Memory, error)
+	// ComputeProcesses lists the processes that NVML reports running compute
+	// work on the device (nvmlDeviceGetComputeRunningProcesses).
+	ComputeProcesses() ([]Process, error)
+}
+
+// MIGInfo identifies a MIG instance.
+type MIGInfo struct {
+	// ParentUUID is the UUID ("GPU-…") of the physical GPU holding the instance.
+	ParentUUID string
+	// GPUInstanceID is NVML's GPU instance id (nvmlDeviceGetGpuInstanceId).
+	GPUInstanceID int
+}
+
+// Memory is one reading of device memory, in bytes.
+type Memory struct {
+	// Version is 2 when nvmlDeviceGetMemoryInfo_v2 answered, 1 when the
+	// driver lacks it and nvmlDeviceGetMemoryInfo (v1) was used instead.
+	Version int
+	// TotalBytes is the device's total framebuffer memory.
+	TotalBytes uint64
+	// UsedBytes is allocated memory. From v2 it excludes memory reserved for
+	// the driver and firmware; from v1 it includes it (NVML's definitions).
+	UsedBytes uint64
+	// ReservedBytes is memory set aside for the driver and firmware; nil for v1,
+	// which does not report it.
+	ReservedBytes *uint64
+}
+
+// Process is one entry of a device's compute process list.
+type Process struct {
+	// PID is the process id as NVML reports it (inside a container this can
+	// be a host PID).
+	PID int
+	// UsedBytes is the GPU memory the process uses, nil when NVML does not
+	// report it (NVML_VALUE_NOT_AVAILABLE, e.g. under some MIG/WSL setups).
+	UsedBytes *uint64
+}
+
+// Open returns the NVML Library for this build. In builds without cgo or off
+// Linux it returns ErrNotAvailable; otherwise the returned Library must still
+// be Init-ed, and Init reports a missing driver as ErrNotAvailable.
+func Open() (Library, error) { return openNVML() }
+
+// notAvailable wraps ErrNotAvailable with a reason.
+func notAvailable(reason string) error {
+	return fmt.Errorf("%w: %s", ErrNotAvailable, reason)
+}

@@ -1,0 +1,136 @@
+//go:build cgo && linux
+
+package gpu
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh200"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+)
+
+// mockServer is go-nvml's 8×H200 mock with the calls it leaves unset filled in.
+func mockServer(hasV2 bool) *server.Server {
+	s := dgxh200.New()
+	s.LookupSymbolFunc = func(sym string) error {
+		if sym == "nvmlDeviceGetMemoryInfo_v2" && !hasV2 {
+			return errors.New("symbol not found")
+		}
+		return nil
+	}
+	for i, d := range s.Devices {
+		dev := d.(*server.Device)
+		dev.IsMigDeviceHandleFunc = func() (bool, nvml.Return) { return false, nvml.SUCCESS }
+		dev.GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) {
+			return nvml.Memory_v2{Total: 141 << 30, Used: uint64(i+1) << 30, Reserved: 600 << 20}, nvml.SUCCESS
+		}
+		dev.GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) {
+			return nvml.Memory{Total: 141 << 30, Used: uint64(i+2) << 30}, nvml.SUCCESS
+		}
+		dev.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
+			return []nvml.ProcessInfo{{Pid: 77, UsedGpuMemory: 5 << 30}, {Pid: 78, UsedGpuMemory: math.MaxUint64}}, nvml.SUCCESS
+		}
+	}
+	return s
+}
+
+func TestNVMLAdapterV2(t *testing.T) {
+	s := mockServer(true)
+	lib := NewNVML(s)
+	if err := lib.Init(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lib.Shutdown() }()
+	d, err := lib.DeviceByIndex(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := d.UUID()
+	if err != nil || u != s.Devices[3].(*server.Device).UUID {
+		t.Fatalf("UUID %q, %v", u, err)
+	}
+	byUUID, err := lib.DeviceByUUID(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := byUUID.Memory()
+	if err != nil || m.Version != 2 || m.UsedBytes != 4<<30 || m.ReservedBytes == nil || *m.ReservedBytes != 600<<20 {
+		t.Fatalf("memory %+v, %v", m, err)
+	}
+	if mig, err := d.MIG(); mig != nil || err != nil {
+		t.Errorf("MIG = %+v, %v", mig, err)
+	}
+	ps, err := d.ComputeProcesses()
+	if err != nil || len(ps) != 2 || ps[0].PID != 77 || *ps[0].UsedBytes != 5<<30 || ps[1].UsedBytes != nil {
+		t.Fatalf("processes %+v, %v", ps, err)
+	}
+	if _, err := lib.DeviceByIndex(8); !errors.Is(err, ErrNotFound) {
+		t.Errorf("index 8: %v", err)
+	}
+	if _, err := lib.DeviceByUUID("GPU-nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown UUID: %v", err)
+	}
+}
+
+func TestNVMLAdapterV1Fallback(t *testing.T) {
+	lib := NewNVML(mockServer(false))
+	if err := lib.Init(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := lib.DeviceByIndex(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := d.Memory()
+	if err != nil || m.Version != 1 || m.UsedBytes != 2<<30 || m.ReservedBytes != nil {
+		t.Fatalf("memory %+v, %v", m, err)
+	}
+}
+
+func TestNVMLAdapterInitErrors(t *testing.T) {
+	for r, wantNA := range map[nvml.Return]bool{
+		nvml.ERROR_LIBRARY_NOT_FOUND: true,
+		nvml.ERROR_DRIVER_NOT_LOADED: true,
+		nvml.ERROR_UNKNOWN:           false,
+	} {
+		s := mockServer(true)
+		s.InitFunc = func() nvml.Return { return r }
+		err := NewNVML(s).Init()
+		if err == nil || errors.Is(err, ErrNotAvailable) != wantNA {
+			t.Errorf("Init with %d: %v", int32(r), err)
+		}
+	}
+}
+
+func TestNVMLAdapterMIG(t *testing.T) {
+	s := mockServer(true)
+	parent := s.Devices[2].(*server.Device)
+	mig := &server.Device{UUID: "MIG-0000aaaa-1111-2222-3333-444455556666"}
+	mig.GetUUIDFunc = func() (string, nvml.Return) { return mig.UUID, nvml.SUCCESS }
+	mig.IsMigDeviceHandleFunc = func() (bool, nvml.Return) { return true, nvml.SUCCESS }
+	mig.GetDeviceHandleFromMigDeviceHandleFunc = func() (nvml.Device, nvml.Return) { return parent, nvml.SUCCESS }
+	mig.GetGpuInstanceIdFunc = func() (int, nvml.Return) { return 5, nvml.SUCCESS }
+	mig.GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) {
+		return nvml.Memory_v2{Total: 18 << 30, Used: 3 << 30, Reserved: 1 << 20}, nvml.SUCCESS
+	}
+	s.Devices = append(s.Devices, mig)
+	lib := NewNVML(s)
+	if err := lib.Init(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := lib.DeviceByUUID(mig.UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mi, err := d.MIG()
+	if err != nil || mi == nil || mi.ParentUUID != parent.UUID || mi.GPUInstanceID != 5 {
+		t.Fatalf("MIG = %+v, %v", mi, err)
+	}
+	m, err := d.Memory()
+	if err != nil || m.UsedBytes != 3<<30 || *m.ReservedBytes != 1<<20 {
+		t.Fatalf("memory %+v, %v", m, err)
+	}
+}
