@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	"github.com/inferprobe/inferprobe/loadgen/client"
 	"github.com/inferprobe/inferprobe/loadgen/prompt"
 	"github.com/inferprobe/inferprobe/loadgen/schedule"
+	"github.com/inferprobe/inferprobe/scrape/collect"
 )
 
 func init() { verbs = append(verbs, newProfileCmd) }
@@ -57,17 +59,21 @@ type profileFlags struct {
 	slo                                             []string
 	sloFile                                         string
 	telemetry                                       telemetryFlags
+	systemSampler                                   string
+	sampleInterval                                  float64
 }
 
 // profileOpts is a validated profile run.
 type profileOpts struct {
-	cfg       *loadgen.Config
-	tok       prompt.Tokenizer
-	tokName   string
-	output    string
-	quiet     bool
-	slo       *sloPolicy
-	telemetry *telemetryFlags // nil: no vLLM telemetry
+	cfg         *loadgen.Config
+	tok         prompt.Tokenizer
+	tokName     string
+	output      string
+	quiet       bool
+	slo         *sloPolicy
+	telemetry   *telemetryFlags // nil: no vLLM telemetry
+	sampler     string          // --system-sampler ("" = none)
+	sampleEvery time.Duration
 }
 
 func newProfileCmd() *cobra.Command {
@@ -105,7 +111,21 @@ Exit codes: 0 a measured request succeeded; 3 none did (the artifact is complete
 			if err := pf.telemetry.validate(cmd, cfg); err != nil {
 				return err
 			}
-			opts := profileOpts{cfg: cfg, tok: tok, tokName: tokName, output: pf.output, quiet: pf.quiet, slo: policy, telemetry: &pf.telemetry}
+			switch pf.systemSampler {
+			case collect.SamplerAuto, collect.SamplerNone, collect.SamplerPsutil, collect.SamplerNvidiaSMI:
+			default:
+				return usageErrorf("--system-sampler must be auto, none, psutil or nvidia-smi, not %q", pf.systemSampler)
+			}
+			if !(pf.sampleInterval > 0 && pf.sampleInterval <= 3600) {
+				return usageErrorf("--sample-interval must be > 0 and at most 3600 seconds")
+			}
+			if pf.systemSampler == collect.SamplerNvidiaSMI {
+				if _, err := exec.LookPath("nvidia-smi"); err != nil {
+					return usageErrorf("--system-sampler nvidia-smi: nvidia-smi is not on PATH")
+				}
+			}
+			opts := profileOpts{cfg: cfg, tok: tok, tokName: tokName, output: pf.output, quiet: pf.quiet, slo: policy, telemetry: &pf.telemetry,
+				sampler: pf.systemSampler, sampleEvery: time.Duration(pf.sampleInterval * float64(time.Second))}
 			return runProfile(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), opts, nil)
 		},
 	}
@@ -151,6 +171,8 @@ Exit codes: 0 a measured request succeeded; 3 none did (the artifact is complete
 	f.BoolVarP(&pf.quiet, "quiet", "q", false, "no progress line")
 	f.StringArrayVar(&pf.slo, "slo", nil, "SLO criterion KEY:MS, repeatable (e.g. ttft:500, e2e:2000, server.queue:100); recorded as infer.slo")
 	f.StringVar(&pf.sloFile, "slo-file", "", "SLO policy document (JSON); recorded as infer.slo")
+	f.StringVar(&pf.systemSampler, "system-sampler", collect.SamplerAuto, "client-local samples (infer.system_sample): auto (NVML device 0 when available, and this process's RSS), psutil (RSS only), nvidia-smi, or none")
+	f.Float64Var(&pf.sampleInterval, "sample-interval", 1, "seconds between client-local samples")
 	pf.telemetry.register(cmd)
 	return cmd
 }
@@ -386,6 +408,10 @@ func runProfile(ctx context.Context, stdout, stderr io.Writer, o profileOpts, re
 	}
 	sc := cfg.SessionConfig(tokName)
 	tele.sessionConfig(sc, cfg)
+	sc.SystemSampler = collect.SamplerNone
+	if o.sampler != "" {
+		sc.SystemSampler = o.sampler
+	}
 	first := &artifact.Session{SessionID: sessionID, TimestampNS: started.UnixNano(), Status: artifact.StatusRunning, Config: sc}
 	header := artifact.NewArtifactHeader(cfg.RunID, sessionID, version, started.UnixNano(), host, os.Getpid())
 	workload, werr := cfg.WorkloadRecord(sessionID, tok)
@@ -422,9 +448,23 @@ func runProfile(ctx context.Context, stdout, stderr io.Writer, o profileOpts, re
 	hooks := loadgen.Hooks{CaseStart: prog.caseStart, Sent: prog.dispatched, Request: prog.request, Warn: warn}
 	tele.hooks(&hooks)
 	runner := loadgen.NewRunner(cfg, hc, tok, sink, sessionID, hooks)
+	var sampler *collect.ClientSampler
+	if o.sampler != "" && o.sampler != collect.SamplerNone {
+		if sampler, err = collect.NewClientSampler(ctx, o.sampler, sessionID, o.sampleEvery, w.Write); err != nil {
+			warn(fmt.Sprintf("client-local sampling is off: %v", err))
+			sampler = nil
+		} else if sampler != nil {
+			sampler.Start(ctx)
+		}
+	}
 	prog.start()
 	runErr := runner.Run(ctx)
 	prog.stop()
+	if sampler != nil {
+		if err := sampler.Stop(context.WithoutCancel(ctx)); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
 	if err := tele.finish(ctx, w, header.Context, ctx.Err() != nil); err != nil && runErr == nil {
 		runErr = err
 	}

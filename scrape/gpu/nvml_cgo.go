@@ -18,7 +18,11 @@ func NewNVML(lib nvml.Interface) Library { return &nvmlLibrary{lib: lib} }
 type nvmlLibrary struct {
 	lib   nvml.Interface
 	hasV2 bool
+	ready bool // Init succeeded: calling into an unloaded library kills the process
 }
+
+// errNotInitialized is returned by every call made before a successful Init.
+var errNotInitialized = notAvailable("NVML is not initialised (call Init first)")
 
 // retErr turns an NVML return code into an error (nil for SUCCESS).
 func retErr(call string, r nvml.Return) error {
@@ -46,6 +50,7 @@ func (l *nvmlLibrary) Init() (err error) {
 	// The binding calls the C symbol directly; an old driver without
 	// nvmlDeviceGetMemoryInfo_v2 would crash, so look it up first.
 	l.hasV2 = l.lib.Extensions().LookupSymbol("nvmlDeviceGetMemoryInfo_v2") == nil
+	l.ready = true
 	return nil
 }
 
@@ -62,9 +67,18 @@ func safeErrorString(r nvml.Return) string {
 	return fmt.Sprintf("NVML error %d", int32(r))
 }
 
-func (l *nvmlLibrary) Shutdown() error { return retErr("nvmlShutdown", l.lib.Shutdown()) }
+func (l *nvmlLibrary) Shutdown() error {
+	if !l.ready {
+		return nil
+	}
+	l.ready = false
+	return retErr("nvmlShutdown", l.lib.Shutdown())
+}
 
 func (l *nvmlLibrary) DeviceByIndex(i int) (Device, error) {
+	if !l.ready {
+		return nil, errNotInitialized
+	}
 	n, r := l.lib.DeviceGetCount()
 	if err := retErr("nvmlDeviceGetCount", r); err != nil {
 		return nil, err
@@ -80,6 +94,9 @@ func (l *nvmlLibrary) DeviceByIndex(i int) (Device, error) {
 }
 
 func (l *nvmlLibrary) DeviceByUUID(uuid string) (Device, error) {
+	if !l.ready {
+		return nil, errNotInitialized
+	}
 	d, r := l.lib.DeviceGetHandleByUUID(uuid)
 	switch r {
 	case nvml.SUCCESS:

@@ -1,0 +1,45 @@
+package collect
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestClientSamplerPsutil(t *testing.T) {
+	var mu sync.Mutex
+	var got []*SystemSample
+	emit := func(rec any) error {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, rec.(*SystemSample))
+		return nil
+	}
+	s, err := NewClientSampler(context.Background(), SamplerPsutil, "s1", 20*time.Millisecond, emit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start(context.Background())
+	time.Sleep(110 * time.Millisecond)
+	if err := s.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) < 3 {
+		t.Fatalf("%d samples", len(got))
+	}
+	for _, r := range got {
+		if r.EventType != "infer.system_sample" || r.ObservationScope != "client_local" || r.ProcessRSSBytes == nil || *r.ProcessRSSBytes <= 0 {
+			t.Fatalf("sample %+v", r)
+		}
+		if r.DeviceUsedBytes != nil {
+			t.Fatal("psutil samples read no device")
+		}
+	}
+	if s, err := NewClientSampler(context.Background(), SamplerNone, "s1", time.Second, emit); s != nil || err != nil {
+		t.Fatal("none gives no sampler")
+	}
+	if _, err := NewClientSampler(context.Background(), "bogus", "s1", time.Second, emit); err == nil {
+		t.Fatal("unknown sampler accepted")
+	}
+}
