@@ -113,7 +113,7 @@ func ReadTelemetry(r io.Reader) ([]artifact.TelemetrySample, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidTelemetry, err)
 	}
 	if st.Truncated != nil {
-		return nil, fmt.Errorf("%w: %s", ErrInvalidTelemetry, st.Truncated)
+		return nil, fmt.Errorf("%w: line %d is cut short (%d bytes, no trailing newline); a telemetry file must end with a complete line", ErrInvalidTelemetry, st.Truncated.Line, st.Truncated.Bytes)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: no infer.telemetry_sample records", ErrInvalidTelemetry)

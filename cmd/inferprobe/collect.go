@@ -102,6 +102,11 @@ func runCollect(cmd *cobra.Command, o collectOpts) error {
 		return usageErrorf("--group-id needs --rank and --world-size")
 	case flags.Changed("world-size") && !flags.Changed("group-id"):
 		return usageErrorf("--world-size needs --group-id")
+	case flags.Changed("rank") && !flags.Changed("group-id"):
+		return usageErrorf("--rank needs --group-id and --world-size")
+	}
+	if st, err := os.Stat(o.output); err == nil && st.IsDir() {
+		return usageErrorf("--output %s is a directory", o.output)
 	}
 	cfg.Interval = time.Duration(o.interval * float64(time.Second))
 	cfg.Duration = time.Duration(o.duration * float64(time.Second))

@@ -80,6 +80,8 @@ func TestCollectExitCodes(t *testing.T) {
 		{"group without rank", append(base, "--pid", pid, "--no-gpu", "--group-id", "tp", "--world-size", "2"), exitUsage, "--rank"},
 		{"rank beyond world", append(base, "--pid", pid, "--no-gpu", "--group-id", "tp", "--rank", "2", "--world-size", "2"), exitUsage, "rank 2"},
 		{"world size alone", append(base, "--pid", pid, "--no-gpu", "--world-size", "2"), exitUsage, "--group-id"},
+		{"rank alone", append(base, "--pid", pid, "--no-gpu", "--rank", "3"), exitUsage, "--rank needs --group-id"},
+		{"output is a directory", []string{"collect-server", "--run-id", "r1", "--output", t.TempDir(), "--pid", pid, "--no-gpu"}, exitUsage, "is a directory"},
 		{"stray argument", append(base, "--pid", pid, "--no-gpu", "extra"), exitUsage, "unknown command"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
