@@ -9,18 +9,19 @@ import (
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/join"
 	"github.com/inferprobe/inferprobe/receiver"
+	"github.com/inferprobe/inferprobe/receiver/spanattr"
 	"github.com/inferprobe/inferprobe/scrape/vllm"
 )
 
 // SpanLatencyAttributes are the vLLM span attributes summarised per case (seconds on the
 // span, reported in ms). They are residency in the server's stages, not GPU time.
 var SpanLatencyAttributes = []string{
-	"gen_ai.latency.time_in_queue",
-	"gen_ai.latency.time_to_first_token",
-	"gen_ai.latency.time_in_model_prefill",
-	"gen_ai.latency.time_in_model_decode",
-	"gen_ai.latency.time_in_model_inference",
-	"gen_ai.latency.e2e",
+	spanattr.AttrTimeInQueue,
+	spanattr.AttrTimeToFirstToken,
+	spanattr.AttrTimeInModelPrefill,
+	spanattr.AttrTimeInModelDecode,
+	spanattr.AttrTimeInModelInference,
+	spanattr.AttrE2E,
 }
 
 // spanNote labels the per-case span block.
@@ -164,7 +165,7 @@ func analyzeVLLM(in *Input, extra []receiver.SpanRecord) (*vllmResult, error) {
 		if s.SpanID != nil {
 			js[i].SpanID = *s.SpanID
 		}
-		if id, ok := s.String("gen_ai.request.id"); ok {
+		if id, ok := s.String(spanattr.AttrRequestID); ok {
 			js[i].GenAIRequestID = id
 		}
 		sources[s.Source]++

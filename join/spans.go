@@ -13,10 +13,8 @@ import (
 	"sort"
 
 	"github.com/inferprobe/inferprobe/receiver"
+	"github.com/inferprobe/inferprobe/receiver/spanattr"
 )
-
-// RequestSpanName is the name of vLLM's per-request span (vllm.md §1.2).
-const RequestSpanName = "llm_request"
 
 // Unjoined reasons (stormlog.md §2.6 telemetry.vllm.spans.unjoined_by_reason).
 const (
@@ -135,7 +133,7 @@ func Spans(reqs []Request, spans []Span) Result {
 	for _, k := range order {
 		e := unique[k]
 		s := e.span
-		if s.Name != RequestSpanName {
+		if s.Name != spanattr.RequestSpanName {
 			res.UnjoinedByReason[NotARequestSpan]++
 			continue
 		}

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/inferprobe/inferprobe/artifact"
+
+	"github.com/inferprobe/inferprobe/receiver/spanattr"
 )
 
 // CapabilityComponent is the infer.capabilities component of the span
@@ -183,7 +185,7 @@ func (r *Receiver) Capabilities(ctx artifact.Context) artifact.Capabilities {
 				"max_concurrent_exports": int64(r.opts.MaxConcurrentExports),
 				"retry_after_seconds":    int64((r.opts.RetryAfter + time.Second - 1) / time.Second),
 			},
-			"per_request_attribution": AttrRequestID,
+			"per_request_attribution": spanattr.AttrRequestID,
 		},
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+
+	"github.com/inferprobe/inferprobe/receiver/spanattr"
 )
 
 // convertOptions says how decoded OTLP spans become records.
@@ -183,7 +185,7 @@ func convertSpan(sp ptrace.Span, o convertOptions, intPtr func(int64) *int64, sh
 	if end != 0 {
 		rec.EndUnixNS = intPtr(end)
 	}
-	if id, ok := attrs[AttrRequestID].(string); ok {
+	if id, ok := attrs[spanattr.AttrRequestID].(string); ok {
 		rec.RequestID = RecoverRequestID(id)
 	}
 	return rec, ""
@@ -194,32 +196,32 @@ func convertSpan(sp ptrace.Span, o convertOptions, intPtr func(int64) *int64, sh
 // no UTF-8 check); other keys are checked with validUTF8.
 func attrKey(k string) string {
 	switch k {
-	case AttrRequestID:
-		return AttrRequestID
-	case AttrPromptTokens:
-		return AttrPromptTokens
-	case AttrCompletionTokens:
-		return AttrCompletionTokens
-	case AttrTimeToFirstToken:
-		return AttrTimeToFirstToken
-	case AttrE2E:
-		return AttrE2E
-	case AttrTimeInQueue:
-		return AttrTimeInQueue
-	case AttrTimeInModelPrefill:
-		return AttrTimeInModelPrefill
-	case AttrTimeInModelDecode:
-		return AttrTimeInModelDecode
-	case AttrTimeInModelInference:
-		return AttrTimeInModelInference
-	case AttrTopP:
-		return AttrTopP
-	case AttrMaxTokens:
-		return AttrMaxTokens
-	case AttrTemperature:
-		return AttrTemperature
-	case AttrN:
-		return AttrN
+	case spanattr.AttrRequestID:
+		return spanattr.AttrRequestID
+	case spanattr.AttrPromptTokens:
+		return spanattr.AttrPromptTokens
+	case spanattr.AttrCompletionTokens:
+		return spanattr.AttrCompletionTokens
+	case spanattr.AttrTimeToFirstToken:
+		return spanattr.AttrTimeToFirstToken
+	case spanattr.AttrE2E:
+		return spanattr.AttrE2E
+	case spanattr.AttrTimeInQueue:
+		return spanattr.AttrTimeInQueue
+	case spanattr.AttrTimeInModelPrefill:
+		return spanattr.AttrTimeInModelPrefill
+	case spanattr.AttrTimeInModelDecode:
+		return spanattr.AttrTimeInModelDecode
+	case spanattr.AttrTimeInModelInference:
+		return spanattr.AttrTimeInModelInference
+	case spanattr.AttrTopP:
+		return spanattr.AttrTopP
+	case spanattr.AttrMaxTokens:
+		return spanattr.AttrMaxTokens
+	case spanattr.AttrTemperature:
+		return spanattr.AttrTemperature
+	case spanattr.AttrN:
+		return spanattr.AttrN
 	}
 	return validUTF8(k)
 }

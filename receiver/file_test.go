@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/inferprobe/inferprobe/artifact"
+
+	"github.com/inferprobe/inferprobe/receiver/spanattr"
 )
 
 // The real vLLM 0.30 span sample (stormlog fixture): 12 llm_request spans
@@ -34,14 +36,14 @@ func TestReadSpanFileFixture(t *testing.T) {
 			if s.RequestID == nil || *s.RequestID != want {
 				t.Fatalf("span %d request id %v, want %s", i, s.RequestID, want)
 			}
-			if c := CandidateRequestIDs(s.Attributes[AttrRequestID].(string)); c[0] != want || c[1] != want+"-0" {
+			if c := CandidateRequestIDs(s.Attributes[spanattr.AttrRequestID].(string)); c[0] != want || c[1] != want+"-0" {
 				t.Fatalf("candidates %q", c)
 			}
-			if p, ok := s.Int(AttrPromptTokens); !ok || p != 512 {
-				t.Fatalf("prompt tokens %v", s.Attributes[AttrPromptTokens])
+			if p, ok := s.Int(spanattr.AttrPromptTokens); !ok || p != 512 {
+				t.Fatalf("prompt tokens %v", s.Attributes[spanattr.AttrPromptTokens])
 			}
-			if s.Attributes[AttrTopP] != 1.0 { // written 1.0 by vLLM: stays a double
-				t.Fatalf("top_p %#v", s.Attributes[AttrTopP])
+			if s.Attributes[spanattr.AttrTopP] != 1.0 { // written 1.0 by vLLM: stays a double
+				t.Fatalf("top_p %#v", s.Attributes[spanattr.AttrTopP])
 			}
 			requests++
 		} else {
@@ -61,7 +63,7 @@ func TestReadSpanFileFixture(t *testing.T) {
 	if *spans[0].StartUnixNS != 1790960617392174336 || *spans[0].EndUnixNS != 1790960617881833007 || *spans[0].TimestampNS != 1790960617392174336 {
 		t.Fatalf("first span %d..%d", *spans[0].StartUnixNS, *spans[0].EndUnixNS)
 	}
-	if e2e, _ := spans[0].Float(AttrE2E); e2e != 0.48922157287597656 {
+	if e2e, _ := spans[0].Float(spanattr.AttrE2E); e2e != 0.48922157287597656 {
 		t.Fatalf("e2e %v", e2e)
 	}
 	if spans[12].Name != "Worker init" || *spans[12].StartUnixNS != 1790960599745931202 {

@@ -21,6 +21,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/inferprobe/inferprobe/artifact"
+
+	"github.com/inferprobe/inferprobe/receiver/spanattr"
 )
 
 // baseNS is a fixed span start (2026-10-03, beyond float64's exact range).
@@ -60,7 +62,7 @@ func vllmSpec(batch, i int) spanSpec {
 // addSpan appends a vLLM-like llm_request span to ss.
 func addSpan(ss ptrace.ScopeSpans, s spanSpec) ptrace.Span {
 	sp := ss.Spans().AppendEmpty()
-	sp.SetName(RequestSpanName)
+	sp.SetName(spanattr.RequestSpanName)
 	sp.SetKind(ptrace.SpanKindServer)
 	sp.SetTraceID(pcommon.TraceID(s.traceID))
 	sp.SetSpanID(pcommon.SpanID(s.spanID))
@@ -68,18 +70,18 @@ func addSpan(ss ptrace.ScopeSpans, s spanSpec) ptrace.Span {
 	sp.SetStartTimestamp(pcommon.Timestamp(s.startNS))
 	sp.SetEndTimestamp(pcommon.Timestamp(s.endNS))
 	a := sp.Attributes()
-	a.PutDouble(AttrTimeToFirstToken, s.ttft)
-	a.PutDouble(AttrE2E, s.e2e)
-	a.PutDouble(AttrTimeInQueue, 3.4356489777565e-05)
-	a.PutInt(AttrPromptTokens, s.prompt)
-	a.PutInt(AttrCompletionTokens, s.completion)
-	a.PutDouble(AttrTimeInModelPrefill, 0.027541324496269226)
-	a.PutDouble(AttrTimeInModelDecode, 0.44931017979979515)
-	a.PutDouble(AttrTimeInModelInference, 0.4768515042960644)
-	a.PutStr(AttrRequestID, "chatcmpl-"+s.xRequestID)
-	a.PutDouble(AttrTopP, 1.0)
-	a.PutInt(AttrMaxTokens, 128)
-	a.PutInt(AttrN, 1)
+	a.PutDouble(spanattr.AttrTimeToFirstToken, s.ttft)
+	a.PutDouble(spanattr.AttrE2E, s.e2e)
+	a.PutDouble(spanattr.AttrTimeInQueue, 3.4356489777565e-05)
+	a.PutInt(spanattr.AttrPromptTokens, s.prompt)
+	a.PutInt(spanattr.AttrCompletionTokens, s.completion)
+	a.PutDouble(spanattr.AttrTimeInModelPrefill, 0.027541324496269226)
+	a.PutDouble(spanattr.AttrTimeInModelDecode, 0.44931017979979515)
+	a.PutDouble(spanattr.AttrTimeInModelInference, 0.4768515042960644)
+	a.PutStr(spanattr.AttrRequestID, "chatcmpl-"+s.xRequestID)
+	a.PutDouble(spanattr.AttrTopP, 1.0)
+	a.PutInt(spanattr.AttrMaxTokens, 128)
+	a.PutInt(spanattr.AttrN, 1)
 	return sp
 }
 

@@ -18,6 +18,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"google.golang.org/grpc/codes"
+
+	"github.com/inferprobe/inferprobe/receiver/spanattr"
 )
 
 var (
@@ -29,7 +31,7 @@ var (
 func checkVLLMRecord(t *testing.T, rec SpanRecord, batch, i int, source string) {
 	t.Helper()
 	s := vllmSpec(batch, i)
-	if rec.Name != RequestSpanName || rec.Source != source || rec.SessionID != "sess-1" || rec.RunID != "run-1" {
+	if rec.Name != spanattr.RequestSpanName || rec.Source != source || rec.SessionID != "sess-1" || rec.RunID != "run-1" {
 		t.Fatalf("header fields %q %q %q %q", rec.Name, rec.Source, rec.SessionID, rec.RunID)
 	}
 	if *rec.StartUnixNS != s.startNS || *rec.EndUnixNS != s.endNS || *rec.TimestampNS != s.startNS {
@@ -41,8 +43,8 @@ func checkVLLMRecord(t *testing.T, rec SpanRecord, batch, i int, source string) 
 	if *rec.Kind != "SERVER" || rec.Status == nil || rec.Status.Code != "UNSET" {
 		t.Fatalf("kind %s status %+v", *rec.Kind, rec.Status)
 	}
-	if rec.Attributes[AttrPromptTokens] != int64(512) || rec.Attributes[AttrTopP] != 1.0 || rec.Attributes[AttrE2E] != s.e2e ||
-		rec.Attributes[AttrRequestID] != "chatcmpl-"+s.xRequestID || len(rec.Attributes) != 12 {
+	if rec.Attributes[spanattr.AttrPromptTokens] != int64(512) || rec.Attributes[spanattr.AttrTopP] != 1.0 || rec.Attributes[spanattr.AttrE2E] != s.e2e ||
+		rec.Attributes[spanattr.AttrRequestID] != "chatcmpl-"+s.xRequestID || len(rec.Attributes) != 12 {
 		t.Fatalf("attributes %#v", rec.Attributes)
 	}
 	if rec.RequestID == nil || *rec.RequestID != s.xRequestID {

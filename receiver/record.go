@@ -14,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/inferprobe/inferprobe/artifact"
+
+	"github.com/inferprobe/inferprobe/receiver/spanattr"
 )
 
 // Source values of SpanRecord.Source: how the span reached inferprobe. The
@@ -25,30 +27,6 @@ const (
 	SourceGRPC     = "otlp_grpc_receiver"
 	SourceOTLPFile = "otlp_json_file"
 	SourceJSONL    = "jsonl_file"
-)
-
-// Span and attribute names of vLLM's per-request span (vllm.md §1.2–§1.3,
-// vllm/tracing SpanAttributes). Latencies are float seconds, counts
-// integers.
-const (
-	// RequestSpanName is the name of vLLM's per-request span; only these
-	// spans are joined to requests (stormlog.md §4.4).
-	RequestSpanName = "llm_request"
-	// AttrRequestID carries vLLM's request id, which embeds the client's
-	// X-Request-Id (see CandidateRequestIDs).
-	AttrRequestID            = "gen_ai.request.id"
-	AttrPromptTokens         = "gen_ai.usage.prompt_tokens"
-	AttrCompletionTokens     = "gen_ai.usage.completion_tokens"
-	AttrTimeToFirstToken     = "gen_ai.latency.time_to_first_token"
-	AttrE2E                  = "gen_ai.latency.e2e"
-	AttrTimeInQueue          = "gen_ai.latency.time_in_queue"
-	AttrTimeInModelPrefill   = "gen_ai.latency.time_in_model_prefill"
-	AttrTimeInModelDecode    = "gen_ai.latency.time_in_model_decode"
-	AttrTimeInModelInference = "gen_ai.latency.time_in_model_inference"
-	AttrTopP                 = "gen_ai.request.top_p"
-	AttrMaxTokens            = "gen_ai.request.max_tokens"
-	AttrTemperature          = "gen_ai.request.temperature"
-	AttrN                    = "gen_ai.request.n"
 )
 
 // maxValueDepth bounds the nesting of array and map attribute values. A
@@ -134,7 +112,7 @@ func (SpanRecord) RecordKind() artifact.Kind { return artifact.KindVLLMSpan }
 
 // IsRequestSpan reports whether the span is vLLM's per-request span (named
 // "llm_request"), the only kind the join attaches to a request.
-func (r *SpanRecord) IsRequestSpan() bool { return r.Name == RequestSpanName }
+func (r *SpanRecord) IsRequestSpan() bool { return r.Name == spanattr.RequestSpanName }
 
 // String returns the string attribute key.
 func (r *SpanRecord) String(key string) (string, bool) {
@@ -684,7 +662,7 @@ func (w *wireSpan) record(derive bool) (SpanRecord, error) {
 		rec.TimestampNS = ptr(*rec.StartUnixNS)
 	}
 	if derive && rec.RequestID == nil {
-		if id, ok := rec.Attributes[AttrRequestID].(string); ok {
+		if id, ok := rec.Attributes[spanattr.AttrRequestID].(string); ok {
 			rec.RequestID = RecoverRequestID(id)
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/inferprobe/inferprobe/artifact"
+
+	"github.com/inferprobe/inferprobe/receiver/spanattr"
 )
 
 func sampleRecord() SpanRecord {
@@ -20,7 +22,7 @@ func sampleRecord() SpanRecord {
 		SessionID:    "sess-1",
 		RunID:        "run-1",
 		Source:       SourceHTTP,
-		Name:         RequestSpanName,
+		Name:         spanattr.RequestSpanName,
 		ClockDomain:  "127.0.0.1/unix_epoch_ns",
 		ReceivedAtNS: ptr(baseNS + 5_000_000_001),
 		TimestampNS:  ptr(baseNS),
@@ -31,21 +33,21 @@ func sampleRecord() SpanRecord {
 		StartUnixNS:  ptr(baseNS),
 		EndUnixNS:    ptr(baseNS + 489_659_671),
 		Attributes: map[string]any{
-			AttrRequestID:        "chatcmpl-inferprobe-run-1-c1_measured_0_0",
-			AttrPromptTokens:     int64(512),
-			AttrTopP:             1.0,
-			AttrE2E:              0.48922157287597656,
-			AttrTimeInQueue:      3.4356489777565e-05,
-			"big":                int64(math.MaxInt64),
-			"small":              int64(math.MinInt64),
-			"tiny":               1e-7,
-			"huge":               1e21,
-			"nan":                "NaN",
-			"flag":               true,
-			"nothing":            nil,
-			"list":               []any{int64(1), 2.5, "x", []any{}},
-			"kv":                 map[string]any{"a": int64(1), "b": map[string]any{"c": "d"}},
-			"text\n\"quoted\"\t": "line\u2028sep <html> \x01",
+			spanattr.AttrRequestID:    "chatcmpl-inferprobe-run-1-c1_measured_0_0",
+			spanattr.AttrPromptTokens: int64(512),
+			spanattr.AttrTopP:         1.0,
+			spanattr.AttrE2E:          0.48922157287597656,
+			spanattr.AttrTimeInQueue:  3.4356489777565e-05,
+			"big":                     int64(math.MaxInt64),
+			"small":                   int64(math.MinInt64),
+			"tiny":                    1e-7,
+			"huge":                    1e21,
+			"nan":                     "NaN",
+			"flag":                    true,
+			"nothing":                 nil,
+			"list":                    []any{int64(1), 2.5, "x", []any{}},
+			"kv":                      map[string]any{"a": int64(1), "b": map[string]any{"c": "d"}},
+			"text\n\"quoted\"\t":      "line\u2028sep <html> \x01",
 		},
 		Resource:  map[string]any{"service.name": "vllm-server", "vllm.process_id": int64(4242)},
 		Scope:     map[string]any{"name": "vllm.llm_engine"},
@@ -140,8 +142,8 @@ func TestContentDigest(t *testing.T) {
 		t.Fatal("reception facts changed the digest")
 	}
 	for name, mutate := range map[string]func(r *SpanRecord){
-		"attribute value": func(r *SpanRecord) { r.Attributes[AttrPromptTokens] = int64(513) },
-		"int vs double":   func(r *SpanRecord) { r.Attributes[AttrPromptTokens] = 512.0 },
+		"attribute value": func(r *SpanRecord) { r.Attributes[spanattr.AttrPromptTokens] = int64(513) },
+		"int vs double":   func(r *SpanRecord) { r.Attributes[spanattr.AttrPromptTokens] = 512.0 },
 		"end":             func(r *SpanRecord) { r.EndUnixNS = ptr(*r.EndUnixNS + 1) },
 		"resource":        func(r *SpanRecord) { r.Resource["host.name"] = "gpu-1" },
 		"status":          func(r *SpanRecord) { r.Status = &SpanStatus{Code: "ERROR"} },
@@ -270,13 +272,13 @@ func TestAccessors(t *testing.T) {
 	if !r.IsRequestSpan() {
 		t.Fatal("llm_request not a request span")
 	}
-	if s, ok := r.String(AttrRequestID); !ok || s != "chatcmpl-inferprobe-run-1-c1_measured_0_0" {
+	if s, ok := r.String(spanattr.AttrRequestID); !ok || s != "chatcmpl-inferprobe-run-1-c1_measured_0_0" {
 		t.Fatalf("String = %q %v", s, ok)
 	}
-	if n, ok := r.Int(AttrPromptTokens); !ok || n != 512 {
+	if n, ok := r.Int(spanattr.AttrPromptTokens); !ok || n != 512 {
 		t.Fatalf("Int = %d %v", n, ok)
 	}
-	if f, ok := r.Float(AttrPromptTokens); !ok || f != 512 {
+	if f, ok := r.Float(spanattr.AttrPromptTokens); !ok || f != 512 {
 		t.Fatalf("Float(int) = %v %v", f, ok)
 	}
 	if f, ok := r.Float("nan"); !ok || !math.IsNaN(f) {

@@ -22,6 +22,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/inferprobe/inferprobe/artifact"
+
+	"github.com/inferprobe/inferprobe/receiver/spanattr"
 )
 
 // exportWithSDK sends n llm_request spans with vLLM's attributes through a
@@ -37,13 +39,13 @@ func exportWithSDK(t *testing.T, exp sdktrace.SpanExporter, n int, hostName stri
 	for i := 0; i < n; i++ {
 		s := vllmSpec(7, i)
 		parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: s.traceID, SpanID: s.parentID, TraceFlags: trace.FlagsSampled, Remote: true})
-		_, sp := tracer.Start(trace.ContextWithRemoteSpanContext(ctx, parent), RequestSpanName,
+		_, sp := tracer.Start(trace.ContextWithRemoteSpanContext(ctx, parent), spanattr.RequestSpanName,
 			trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(time.Unix(0, s.startNS)),
 			trace.WithAttributes(
-				attribute.Float64(AttrTimeToFirstToken, s.ttft), attribute.Float64(AttrE2E, s.e2e),
-				attribute.Float64(AttrTimeInQueue, 3.4356489777565e-05), attribute.Int64(AttrPromptTokens, s.prompt),
-				attribute.Int64(AttrCompletionTokens, s.completion), attribute.String(AttrRequestID, "chatcmpl-"+s.xRequestID),
-				attribute.Float64(AttrTopP, 1.0), attribute.Int(AttrMaxTokens, 128), attribute.Int(AttrN, 1),
+				attribute.Float64(spanattr.AttrTimeToFirstToken, s.ttft), attribute.Float64(spanattr.AttrE2E, s.e2e),
+				attribute.Float64(spanattr.AttrTimeInQueue, 3.4356489777565e-05), attribute.Int64(spanattr.AttrPromptTokens, s.prompt),
+				attribute.Int64(spanattr.AttrCompletionTokens, s.completion), attribute.String(spanattr.AttrRequestID, "chatcmpl-"+s.xRequestID),
+				attribute.Float64(spanattr.AttrTopP, 1.0), attribute.Int(spanattr.AttrMaxTokens, 128), attribute.Int(spanattr.AttrN, 1),
 				attribute.Int64("big", 1<<62+1)))
 		sp.End(trace.WithTimestamp(time.Unix(0, s.endNS)))
 	}
@@ -70,7 +72,7 @@ func checkSDKSpans(t *testing.T, got []SpanRecord, n int, source, hostName strin
 		if !ok {
 			t.Fatalf("no span for %s", s.xRequestID)
 		}
-		if r.Source != source || r.Name != RequestSpanName || *r.Kind != "SERVER" || r.ClockDomain != hostName+"/unix_epoch_ns" {
+		if r.Source != source || r.Name != spanattr.RequestSpanName || *r.Kind != "SERVER" || r.ClockDomain != hostName+"/unix_epoch_ns" {
 			t.Fatalf("span %d: %q %q %q %q", i, r.Source, r.Name, *r.Kind, r.ClockDomain)
 		}
 		if *r.TraceID != fmt.Sprintf("%x", s.traceID) || *r.ParentSpanID != fmt.Sprintf("%x", s.parentID) || r.SpanID == nil {
@@ -79,8 +81,8 @@ func checkSDKSpans(t *testing.T, got []SpanRecord, n int, source, hostName strin
 		if *r.StartUnixNS != s.startNS || *r.EndUnixNS != s.endNS {
 			t.Fatalf("span %d times %d %d", i, *r.StartUnixNS, *r.EndUnixNS)
 		}
-		if r.Attributes[AttrPromptTokens] != int64(512) || r.Attributes[AttrE2E] != s.e2e || r.Attributes["big"] != int64(1<<62+1) ||
-			r.Attributes[AttrTopP] != 1.0 || r.Attributes[AttrMaxTokens] != int64(128) {
+		if r.Attributes[spanattr.AttrPromptTokens] != int64(512) || r.Attributes[spanattr.AttrE2E] != s.e2e || r.Attributes["big"] != int64(1<<62+1) ||
+			r.Attributes[spanattr.AttrTopP] != 1.0 || r.Attributes[spanattr.AttrMaxTokens] != int64(128) {
 			t.Fatalf("span %d attributes %#v", i, r.Attributes)
 		}
 		if r.Resource["vllm.process_id"] != int64(77) || r.Scope["name"] != "vllm.llm_engine" {
@@ -165,7 +167,7 @@ func TestOTelSDKHTTPExporterSeesQueueFull(t *testing.T) {
 		}
 	}
 	tracer := sdktrace.NewTracerProvider().Tracer("x")
-	_, sp := tracer.Start(context.Background(), RequestSpanName)
+	_, sp := tracer.Start(context.Background(), spanattr.RequestSpanName)
 	sp.End()
 	ro := sp.(sdktrace.ReadOnlySpan)
 	err = exp.ExportSpans(context.Background(), []sdktrace.ReadOnlySpan{ro})
@@ -266,7 +268,7 @@ func TestRedeliveryDigests(t *testing.T) {
 		t.Fatal(err)
 	}
 	changed := vllmTraces(0, 3)
-	changed.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(1).Attributes().PutInt(AttrCompletionTokens, 127)
+	changed.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(1).Attributes().PutInt(spanattr.AttrCompletionTokens, 127)
 	post(t, tracesURL(r), protoBody(t, changed), protoHdr)
 	got := col.wait(t, 12, 5*time.Second)
 	for i := 0; i < 3; i++ {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/inferprobe/inferprobe/sim"
+
+	"github.com/inferprobe/inferprobe/receiver/spanattr"
 )
 
 // The simulated engine exports its real llm_request spans over gRPC and
@@ -110,19 +112,19 @@ func TestSimEndToEnd(t *testing.T) {
 				if !ok {
 					t.Fatalf("no span for %s", res.xrid)
 				}
-				if id, _ := sp.String(AttrRequestID); id != "chatcmpl-"+res.xrid {
+				if id, _ := sp.String(spanattr.AttrRequestID); id != "chatcmpl-"+res.xrid {
 					t.Fatalf("gen_ai.request.id %q", id)
 				}
 				if *sp.TraceID != res.traceID || sp.ParentSpanID == nil || *sp.ParentSpanID != res.parentID {
 					t.Fatalf("%s: trace %s parent %v, want %s %s", res.xrid, *sp.TraceID, sp.ParentSpanID, res.traceID, res.parentID)
 				}
-				p, _ := sp.Int(AttrPromptTokens)
-				c, _ := sp.Int(AttrCompletionTokens)
+				p, _ := sp.Int(spanattr.AttrPromptTokens)
+				c, _ := sp.Int(spanattr.AttrCompletionTokens)
 				if p != res.prompt || c != res.completion || p == 0 || c == 0 {
 					t.Fatalf("%s: tokens %d/%d, usage said %d/%d", res.xrid, p, c, res.prompt, res.completion)
 				}
-				e2e, ok1 := sp.Float(AttrE2E)
-				ttft, ok2 := sp.Float(AttrTimeToFirstToken)
+				e2e, ok1 := sp.Float(spanattr.AttrE2E)
+				ttft, ok2 := sp.Float(spanattr.AttrTimeToFirstToken)
 				dur, _ := sp.DurationNS()
 				if !ok1 || !ok2 || ttft <= 0 || ttft > e2e || dur <= 0 {
 					t.Fatalf("%s: ttft %v e2e %v duration %d", res.xrid, ttft, e2e, dur)

@@ -14,25 +14,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-)
 
-// Span and attribute names of vLLM's per-request span (vllm/tracing SpanAttributes; V1
-// OutputProcessor.do_tracing). Latencies are float seconds, counts integers.
-const (
-	SpanName                 = "llm_request"
-	AttrRequestID            = "gen_ai.request.id"
-	AttrPromptTokens         = "gen_ai.usage.prompt_tokens"
-	AttrCompletionTokens     = "gen_ai.usage.completion_tokens"
-	AttrTimeToFirstToken     = "gen_ai.latency.time_to_first_token"
-	AttrE2E                  = "gen_ai.latency.e2e"
-	AttrTimeInQueue          = "gen_ai.latency.time_in_queue"
-	AttrTimeInModelPrefill   = "gen_ai.latency.time_in_model_prefill"
-	AttrTimeInModelDecode    = "gen_ai.latency.time_in_model_decode"
-	AttrTimeInModelInference = "gen_ai.latency.time_in_model_inference"
-	AttrTopP                 = "gen_ai.request.top_p"
-	AttrMaxTokens            = "gen_ai.request.max_tokens"
-	AttrTemperature          = "gen_ai.request.temperature"
-	AttrN                    = "gen_ai.request.n"
+	"github.com/inferprobe/inferprobe/receiver/spanattr"
 )
 
 // tracerScope is the instrumentation scope of the spans (vLLM's front-end module name).
@@ -97,27 +80,27 @@ func newTracerProvider(ctx context.Context, cfg *Config) (*sdktrace.TracerProvid
 func spanAttributes(s *seq) []attribute.KeyValue {
 	sec := func(ns int64) float64 { return float64(ns) / 1e9 }
 	attrs := []attribute.KeyValue{
-		attribute.Float64(AttrTimeToFirstToken, sec(s.firstTokenNs-s.arrivalNs)),
-		attribute.Float64(AttrE2E, sec(s.finishNs-s.arrivalNs)),
-		attribute.Float64(AttrTimeInQueue, sec(s.scheduledNs-s.arrivalNs)),
-		attribute.Int(AttrPromptTokens, s.promptLen),
-		attribute.Int(AttrCompletionTokens, s.generated),
-		attribute.Float64(AttrTimeInModelPrefill, sec(s.firstTokenNs-s.scheduledNs)),
-		attribute.Float64(AttrTimeInModelDecode, sec(s.lastTokenNs-s.firstTokenNs)),
-		attribute.Float64(AttrTimeInModelInference, sec(s.lastTokenNs-s.scheduledNs)),
-		attribute.String(AttrRequestID, "chatcmpl-"+s.id),
+		attribute.Float64(spanattr.AttrTimeToFirstToken, sec(s.firstTokenNs-s.arrivalNs)),
+		attribute.Float64(spanattr.AttrE2E, sec(s.finishNs-s.arrivalNs)),
+		attribute.Float64(spanattr.AttrTimeInQueue, sec(s.scheduledNs-s.arrivalNs)),
+		attribute.Int(spanattr.AttrPromptTokens, s.promptLen),
+		attribute.Int(spanattr.AttrCompletionTokens, s.generated),
+		attribute.Float64(spanattr.AttrTimeInModelPrefill, sec(s.firstTokenNs-s.scheduledNs)),
+		attribute.Float64(spanattr.AttrTimeInModelDecode, sec(s.lastTokenNs-s.firstTokenNs)),
+		attribute.Float64(spanattr.AttrTimeInModelInference, sec(s.lastTokenNs-s.scheduledNs)),
+		attribute.String(spanattr.AttrRequestID, "chatcmpl-"+s.id),
 	}
 	// Omitted when falsy, as vLLM does.
 	if s.topP != 0 {
-		attrs = append(attrs, attribute.Float64(AttrTopP, s.topP))
+		attrs = append(attrs, attribute.Float64(spanattr.AttrTopP, s.topP))
 	}
 	if s.maxTokens != 0 {
-		attrs = append(attrs, attribute.Int(AttrMaxTokens, s.maxTokens))
+		attrs = append(attrs, attribute.Int(spanattr.AttrMaxTokens, s.maxTokens))
 	}
 	if s.temp != 0 {
-		attrs = append(attrs, attribute.Float64(AttrTemperature, s.temp))
+		attrs = append(attrs, attribute.Float64(spanattr.AttrTemperature, s.temp))
 	}
-	return append(attrs, attribute.Int(AttrN, 1))
+	return append(attrs, attribute.Int(spanattr.AttrN, 1))
 }
 
 // emitSpan records the llm_request span of a counted finish: kind SERVER, start = arrival,
@@ -127,7 +110,7 @@ func emitSpan(tracer trace.Tracer, s *seq) {
 	if parent == nil {
 		parent = context.Background()
 	}
-	_, span := tracer.Start(parent, SpanName,
+	_, span := tracer.Start(parent, spanattr.RequestSpanName,
 		trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithTimestamp(time.Unix(0, s.arrivalNs)),
 		trace.WithAttributes(spanAttributes(s)...))

@@ -17,6 +17,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
+
+	"github.com/inferprobe/inferprobe/receiver/spanattr"
 )
 
 // gotSpan is a received span, flattened.
@@ -227,11 +229,11 @@ func checkSpans(t *testing.T, cfg Config, sink *spanSink) {
 	}
 	spans := map[string]gotSpan{}
 	for _, sp := range sink.all() {
-		if sp.name != SpanName {
+		if sp.name != spanattr.RequestSpanName {
 			t.Errorf("unexpected span %q", sp.name)
 			continue
 		}
-		spans[fmt.Sprint(sp.attrs[AttrRequestID])] = sp
+		spans[fmt.Sprint(sp.attrs[spanattr.AttrRequestID])] = sp
 	}
 	if len(spans) != 3 {
 		t.Fatalf("got spans for %v, want the 3 finished requests", keys(spans))
@@ -254,12 +256,12 @@ func checkSpans(t *testing.T, cfg Config, sink *spanSink) {
 		}
 		sec := func(a, b int64) float64 { return float64(b-a) / 1e9 }
 		wantF := map[string]float64{
-			AttrTimeToFirstToken:     sec(*g.ArrivalNs, *g.FirstTokenNs),
-			AttrE2E:                  sec(*g.ArrivalNs, *g.FinishedNs),
-			AttrTimeInQueue:          sec(*g.ArrivalNs, *g.ScheduledNs),
-			AttrTimeInModelPrefill:   sec(*g.ScheduledNs, *g.FirstTokenNs),
-			AttrTimeInModelDecode:    sec(*g.FirstTokenNs, *g.LastTokenNs),
-			AttrTimeInModelInference: sec(*g.ScheduledNs, *g.LastTokenNs),
+			spanattr.AttrTimeToFirstToken:     sec(*g.ArrivalNs, *g.FirstTokenNs),
+			spanattr.AttrE2E:                  sec(*g.ArrivalNs, *g.FinishedNs),
+			spanattr.AttrTimeInQueue:          sec(*g.ArrivalNs, *g.ScheduledNs),
+			spanattr.AttrTimeInModelPrefill:   sec(*g.ScheduledNs, *g.FirstTokenNs),
+			spanattr.AttrTimeInModelDecode:    sec(*g.FirstTokenNs, *g.LastTokenNs),
+			spanattr.AttrTimeInModelInference: sec(*g.ScheduledNs, *g.LastTokenNs),
 		}
 		for k, v := range wantF {
 			if sp.attrTypes[k] != pcommon.ValueTypeDouble || sp.attrs[k] != v {
@@ -267,8 +269,8 @@ func checkSpans(t *testing.T, cfg Config, sink *spanSink) {
 			}
 		}
 		wantI := map[string]int64{
-			AttrPromptTokens: int64(*g.PromptTokens), AttrCompletionTokens: int64(*g.CompletionTokens),
-			AttrMaxTokens: 6, AttrN: 1,
+			spanattr.AttrPromptTokens: int64(*g.PromptTokens), spanattr.AttrCompletionTokens: int64(*g.CompletionTokens),
+			spanattr.AttrMaxTokens: 6, spanattr.AttrN: 1,
 		}
 		for k, v := range wantI {
 			if sp.attrTypes[k] != pcommon.ValueTypeInt || sp.attrs[k] != v {
@@ -280,15 +282,15 @@ func checkSpans(t *testing.T, cfg Config, sink *spanSink) {
 		}
 		switch r.id {
 		case "sp-greedy":
-			if _, ok := sp.attrs[AttrTemperature]; ok {
+			if _, ok := sp.attrs[spanattr.AttrTemperature]; ok {
 				t.Errorf("temperature 0 not omitted")
 			}
-			if sp.attrs[AttrTopP] != 0.5 {
-				t.Errorf("top_p %v", sp.attrs[AttrTopP])
+			if sp.attrs[spanattr.AttrTopP] != 0.5 {
+				t.Errorf("top_p %v", sp.attrs[spanattr.AttrTopP])
 			}
 		default:
-			if sp.attrs[AttrTemperature] != 1.0 || sp.attrs[AttrTopP] != 1.0 {
-				t.Errorf("%s: defaults temperature %v top_p %v", r.id, sp.attrs[AttrTemperature], sp.attrs[AttrTopP])
+			if sp.attrs[spanattr.AttrTemperature] != 1.0 || sp.attrs[spanattr.AttrTopP] != 1.0 {
+				t.Errorf("%s: defaults temperature %v top_p %v", r.id, sp.attrs[spanattr.AttrTemperature], sp.attrs[spanattr.AttrTopP])
 			}
 		}
 		if r.id == "sp-parent" {

@@ -42,6 +42,8 @@ import (
 
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/receiver"
+
+	"github.com/inferprobe/inferprobe/receiver/spanattr"
 )
 
 func main() {
@@ -125,18 +127,18 @@ func body(n int) []byte {
 		sp.SetStartTimestamp(pcommon.Timestamp(start + int64(i)*1000))
 		sp.SetEndTimestamp(pcommon.Timestamp(start + int64(i)*1000 + 489_659_671))
 		a := sp.Attributes()
-		a.PutDouble(receiver.AttrTimeToFirstToken, 0.04058551788330078)
-		a.PutDouble(receiver.AttrE2E, 0.48922157287597656)
-		a.PutDouble(receiver.AttrTimeInQueue, 3.4356489777565e-05)
-		a.PutInt(receiver.AttrPromptTokens, 512)
-		a.PutInt(receiver.AttrCompletionTokens, 128)
-		a.PutDouble(receiver.AttrTimeInModelPrefill, 0.027541324496269226)
-		a.PutDouble(receiver.AttrTimeInModelDecode, 0.44931017979979515)
-		a.PutDouble(receiver.AttrTimeInModelInference, 0.4768515042960644)
-		a.PutStr(receiver.AttrRequestID, fmt.Sprintf("chatcmpl-inferprobe-flood-c8_in512_out128_measured_0_%d", i))
-		a.PutDouble(receiver.AttrTopP, 1.0)
-		a.PutInt(receiver.AttrMaxTokens, 128)
-		a.PutInt(receiver.AttrN, 1)
+		a.PutDouble(spanattr.AttrTimeToFirstToken, 0.04058551788330078)
+		a.PutDouble(spanattr.AttrE2E, 0.48922157287597656)
+		a.PutDouble(spanattr.AttrTimeInQueue, 3.4356489777565e-05)
+		a.PutInt(spanattr.AttrPromptTokens, 512)
+		a.PutInt(spanattr.AttrCompletionTokens, 128)
+		a.PutDouble(spanattr.AttrTimeInModelPrefill, 0.027541324496269226)
+		a.PutDouble(spanattr.AttrTimeInModelDecode, 0.44931017979979515)
+		a.PutDouble(spanattr.AttrTimeInModelInference, 0.4768515042960644)
+		a.PutStr(spanattr.AttrRequestID, fmt.Sprintf("chatcmpl-inferprobe-flood-c8_in512_out128_measured_0_%d", i))
+		a.PutDouble(spanattr.AttrTopP, 1.0)
+		a.PutInt(spanattr.AttrMaxTokens, 128)
+		a.PutInt(spanattr.AttrN, 1)
 	}
 	b, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
 	if err != nil {
