@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/receiver"
@@ -227,6 +228,9 @@ func AnalyzeInput(ctx context.Context, in *Input, opts Options) (*Report, error)
 		rep.SLO = &SLOInfo{Name: policy.Name, Digest: policy.Digest(), Source: source, Policy: policy.Document()}
 	}
 	rep.Workload = workloadSummary(a.Workload)
+	if ids := sessionIDs(a.Sessions); len(ids) > 1 {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the artifact holds %d sessions (%s): their cases are analysed together, and the workload and status shown are the first and last session's", len(ids), strings.Join(ids, ", ")))
+	}
 	rep.Telemetry = telemetry(a)
 	vr, err := analyzeVLLM(in, opts.VLLMSpans)
 	if err != nil {
@@ -583,3 +587,16 @@ func memoryBlock(requests []Request, iv Intervals, samples []sample) Memory {
 
 // errNoReport guards RenderText against a nil report.
 var errNoReport = errors.New("analyze: no report")
+
+// sessionIDs lists the distinct session ids of the infer.session records, in file order.
+func sessionIDs(sessions []artifact.Session) []string {
+	var ids []string
+	seen := map[string]bool{}
+	for _, s := range sessions {
+		if !seen[s.SessionID] {
+			seen[s.SessionID] = true
+			ids = append(ids, s.SessionID)
+		}
+	}
+	return ids
+}
