@@ -172,6 +172,7 @@ type phase struct {
 
 	inFlight atomic.Int64
 	peak     atomic.Int64
+	lastSent atomic.Int64 // unix ns of the latest request start (the client's send time)
 
 	mu      sync.Mutex
 	pending map[int]*attempt // in-flight requests by index
@@ -272,7 +273,6 @@ func (p *phase) runClosed(ctx context.Context) time.Time {
 	cfg := p.r.cfg
 	count, dur := cfg.phaseCount(p.name)
 	var next atomic.Int64
-	var lastSend atomic.Int64 // unix ns of the latest send
 	windowClose := time.Time{}
 	if dur > 0 {
 		windowClose = p.start.Add(dur)
@@ -299,7 +299,6 @@ func (p *phase) runClosed(ctx context.Context) time.Time {
 				}
 				a := &attempt{idx: idx, worker: worker, intended: now, inFlight: int(p.inFlight.Add(1))}
 				p.notePeak(int64(a.inFlight))
-				lastSend.Store(now.UnixNano())
 				p.send(ctx, a)
 			}
 		}(w)
@@ -310,8 +309,8 @@ func (p *phase) runClosed(ctx context.Context) time.Time {
 		return windowClose
 	}
 	<-finished
-	if ns := lastSend.Load(); ns != 0 {
-		return time.Unix(0, ns)
+	if ns := p.lastSent.Load(); ns != 0 {
+		return time.Unix(0, ns) // the last counted request's send, as its record gives it
 	}
 	return p.start
 }
@@ -414,6 +413,17 @@ func (p *phase) drain(ctx context.Context, finished <-chan struct{}) {
 	}
 }
 
+// noteSent keeps the latest send time of the phase (the window end of a counted closed loop).
+func (p *phase) noteSent(t time.Time) {
+	ns := t.UnixNano()
+	for {
+		old := p.lastSent.Load()
+		if ns <= old || p.lastSent.CompareAndSwap(old, ns) {
+			return
+		}
+	}
+}
+
 func (p *phase) notePeak(n int64) {
 	for {
 		old := p.peak.Load()
@@ -479,6 +489,7 @@ func (p *phase) send(ctx context.Context, a *attempt) {
 		res = p.r.client.Do(ctx, call)
 		p.r.callEnded()
 	}
+	p.noteSent(res.Start)
 	p.inFlight.Add(-1)
 	p.mu.Lock()
 	delete(p.pending, a.idx)

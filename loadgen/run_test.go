@@ -239,7 +239,7 @@ func TestClosedLoopCounted(t *testing.T) {
 	for _, r := range meas {
 		lastStart = max(lastStart, *r.StartedAtNS)
 	}
-	if d := *w.WindowEndedAtNS - lastStart; d < -int64(time.Millisecond) || d > int64(time.Millisecond) {
+	if d := *w.WindowEndedAtNS - lastStart; d != 0 {
 		t.Fatalf("window end %d is %d ns from the last send", *w.WindowEndedAtNS, d)
 	}
 }
@@ -389,7 +389,7 @@ func TestDrainDeadlineCancelsAndNextPhaseWaits(t *testing.T) {
 	}
 	ws := sink.windows()
 	drain := time.Duration(*ws[0].DrainedAtNS - *ws[0].WindowEndedAtNS)
-	if drain < 90*time.Millisecond || drain > 200*time.Millisecond {
+	if drain < 90*time.Millisecond || drain > 600*time.Millisecond {
 		t.Fatalf("drain %v, want ≈ 100 ms", drain)
 	}
 	ab := ws[1].AbandonedRequests

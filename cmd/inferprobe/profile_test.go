@@ -174,7 +174,18 @@ func TestProfileSIGINT(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(700 * time.Millisecond)
+	// Signal once the run is under way: its first records (session, artifact, workload,
+	// cache state) are on disk, so the handler is installed and the workers are sending.
+	for i := 0; ; i++ {
+		if b, err := os.ReadFile(out); err == nil && bytes.Count(b, []byte("\n")) >= 4 {
+			break
+		}
+		if i > 200 {
+			t.Fatal("the profile run did not start")
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
