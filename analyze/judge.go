@@ -5,6 +5,8 @@ import (
 	"math"
 	"reflect"
 	"strconv"
+
+	"github.com/inferprobe/inferprobe/artifact"
 )
 
 // Request statuses (stormlog.md §2.5; seed "Request outcomes"). Any other status is counted
@@ -489,4 +491,19 @@ func Evaluate(p *Policy, source string, requests []Request, rate *MeasuredInterv
 	e.GoodputUpperRPS = Rate(float64(met+unknown), rate)
 	e.GoodputLowerOutputTPS = Rate(float64(goodTokens), rate)
 	return e
+}
+
+// RequestFromRecord is the analysis view of one infer.request record, without server
+// evidence (Span nil). Live consumers (the exporter) use it to read a request's metrics
+// exactly as the report and SLO judgement read them.
+func RequestFromRecord(r *artifact.Request) Request { return fromArtifact(r, nil) }
+
+// MetricMs returns the value in milliseconds of a per-request client metric key
+// ("client.ttft", "client.ttft_from_intended", "client.e2e", "client.e2e_from_intended",
+// "client.tpot") with the definitions SLO judgement uses (README "Metric definitions"); ok is
+// false when the request has no value for it (e.g. TPOT without server-reported usage, or
+// with one output token).
+func (r *Request) MetricMs(key string) (ms float64, ok bool) {
+	v := requestValue(key, r)
+	return v.ms, v.ok
 }

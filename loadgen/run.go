@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -48,6 +49,28 @@ type Runner struct {
 	idle      *sync.Cond
 
 	stats map[string]*CaseStats // by case id, measured phase only
+
+	stop     chan struct{} // closed by Stop
+	stopOnce sync.Once
+}
+
+// ErrStopped is what Run returns after Stop ended the run early.
+var ErrStopped = errors.New("the run was stopped before its last phase ended")
+
+// Stop ends the run gracefully (a daemon's SIGTERM): no request is dispatched any more, the
+// running phase drains — its requests get until its drain deadline, and at most DrainTimeout
+// from now, then what still runs is recorded as cancelled — no later phase starts, and Run
+// returns ErrStopped. The stopped phase writes no phase window (like an interrupted one).
+// Stop may be called from any goroutine, more than once.
+func (r *Runner) Stop() { r.stopOnce.Do(func() { close(r.stop) }) }
+
+func (r *Runner) stopped() bool {
+	select {
+	case <-r.stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // CaseStats are the measured-phase outcome counts of one case (the exit code depends on
@@ -60,7 +83,7 @@ type CaseStats struct {
 // NewRunner prepares a run. cfg must have passed Validate. tok sizes prompts and counts
 // tokens when the server reports no usage.
 func NewRunner(cfg *Config, c *client.Client, tok prompt.Tokenizer, sink Sink, sessionID string, hooks Hooks) *Runner {
-	r := &Runner{cfg: cfg, client: c, tok: tok, sink: sink, sessionID: sessionID, hooks: hooks, stats: map[string]*CaseStats{}}
+	r := &Runner{cfg: cfg, client: c, tok: tok, sink: sink, sessionID: sessionID, hooks: hooks, stats: map[string]*CaseStats{}, stop: make(chan struct{})}
 	r.idle = sync.NewCond(&r.runningMu)
 	return r
 }
@@ -85,9 +108,22 @@ func (r *Runner) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// dctx ends dispatch: on Stop, or with ctx.
+	dctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-r.stop:
+			cancel()
+		case <-dctx.Done():
+		}
+	}()
 	for _, cs := range cases {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if r.stopped() {
+			return ErrStopped
 		}
 		st := &CaseStats{Case: cs, ByStatus: map[client.Outcome]int{}}
 		r.stats[cs.ID] = st
@@ -113,7 +149,10 @@ func (r *Runner) Run(ctx context.Context) error {
 					return err
 				}
 			}
-			if err := r.runPhase(ctx, cs, ph, st, ab); err != nil {
+			if r.stopped() {
+				return ErrStopped
+			}
+			if err := r.runPhase(ctx, dctx, cs, ph, st, ab); err != nil {
 				return err
 			}
 		}
@@ -165,6 +204,7 @@ type phase struct {
 	r        *Runner
 	cs       Case
 	name     string
+	dctx     context.Context // dispatch context: ends on Stop or with the run's context
 	gen      *prompt.Generator
 	start    time.Time
 	deadline time.Time // drain deadline; zero while unknown or none
@@ -216,7 +256,7 @@ func (p *phase) noteStatus(st client.Outcome) {
 	}
 }
 
-func (r *Runner) runPhase(ctx context.Context, cs Case, name string, st *CaseStats, running abandonedWait) error {
+func (r *Runner) runPhase(ctx, dctx context.Context, cs Case, name string, st *CaseStats, running abandonedWait) error {
 	gen, err := prompt.NewGenerator(prompt.Spec{
 		Mode: r.cfg.PromptMode, InputTokens: cs.InputTokens, SharedPrefixRatio: r.cfg.SharedPrefixRatio,
 		PrefixGroups: r.cfg.PrefixGroups, Seed: r.cfg.Seed, CaseID: cs.ID, Phase: name,
@@ -228,7 +268,7 @@ func (r *Runner) runPhase(ctx context.Context, cs Case, name string, st *CaseSta
 	if err != nil {
 		return err
 	}
-	p := &phase{r: r, cs: cs, name: name, gen: gen, stats: st, pending: map[int]*attempt{}, digests: map[int]string{}}
+	p := &phase{r: r, cs: cs, name: name, dctx: dctx, gen: gen, stats: st, pending: map[int]*attempt{}, digests: map[int]string{}}
 	if r.hooks.PhaseStart != nil {
 		r.hooks.PhaseStart(ctx, cs.ID, name)
 	}
@@ -245,6 +285,9 @@ func (r *Runner) runPhase(ctx context.Context, cs Case, name string, st *CaseSta
 	}
 	if err := ctx.Err(); err != nil {
 		return err // interrupted: the phase never recorded its window
+	}
+	if r.stopped() {
+		return ErrStopped // stopped: likewise
 	}
 	if p.sinkErr != nil {
 		return p.sinkErr
@@ -288,7 +331,7 @@ func (p *phase) runClosed(ctx context.Context) time.Time {
 		wg.Add(1)
 		go func(worker int) {
 			defer wg.Done()
-			for ctx.Err() == nil {
+			for p.dctx.Err() == nil {
 				now := time.Now()
 				if dur > 0 && !now.Before(windowClose) {
 					return
@@ -308,7 +351,17 @@ func (p *phase) runClosed(ctx context.Context) time.Time {
 		p.drain(ctx, finished)
 		return windowClose
 	}
-	<-finished
+	select {
+	case <-finished:
+	case <-p.dctx.Done():
+		if ctx.Err() != nil {
+			<-finished
+			break
+		}
+		// Stopped: what runs gets DrainTimeout from now.
+		p.deadline = time.Now().Add(cfg.DrainTimeout)
+		p.drain(ctx, finished)
+	}
 	if ns := p.lastSent.Load(); ns != 0 {
 		return time.Unix(0, ns) // the last counted request's send, as its record gives it
 	}
@@ -337,7 +390,7 @@ func (p *phase) runOpen(ctx context.Context, s *schedule.Schedule) time.Time {
 dispatch:
 	for i, off := range s.Offsets {
 		target := p.start.Add(off)
-		if err := schedule.WaitUntil(ctx, target); err != nil {
+		if err := schedule.WaitUntil(p.dctx, target); err != nil {
 			break
 		}
 		a := &attempt{idx: i, intended: target}
@@ -361,7 +414,7 @@ dispatch:
 				}
 				deadlineC = nil
 				break dispatch
-			case <-ctx.Done():
+			case <-p.dctx.Done():
 				break dispatch
 			}
 		}
@@ -389,7 +442,7 @@ dispatch:
 	if dur > 0 {
 		// A duration window lasts its duration even when every request is done early: the
 		// drain starts at the window end, never before it.
-		if err := schedule.WaitUntil(ctx, windowEnd); err != nil {
+		if err := schedule.WaitUntil(p.dctx, windowEnd); err != nil && ctx.Err() != nil {
 			<-finished
 			return windowEnd
 		}
@@ -401,15 +454,32 @@ dispatch:
 // drain waits until every request of the phase has finished (finished closes) or the drain
 // deadline passes, when what still runs is recorded as cancelled. On Ctrl+C (ctx ends) the
 // calls themselves are cancelled, so it waits for them to record that.
+//
+// A Stop shortens the deadline to DrainTimeout from the moment it came.
 func (p *phase) drain(ctx context.Context, finished <-chan struct{}) {
-	t := time.NewTimer(time.Until(p.deadline))
-	defer t.Stop()
-	select {
-	case <-finished:
-	case <-t.C:
-		p.cancelPending(p.deadline)
-	case <-ctx.Done():
-		<-finished
+	stop := p.dctx.Done()
+	for {
+		t := time.NewTimer(time.Until(p.deadline))
+		select {
+		case <-finished:
+			t.Stop()
+			return
+		case <-t.C:
+			p.cancelPending(p.deadline)
+			return
+		case <-ctx.Done():
+			t.Stop()
+			<-finished
+			return
+		case <-stop:
+			t.Stop()
+			stop = nil
+			if ctx.Err() == nil {
+				if d := time.Now().Add(p.r.cfg.DrainTimeout); d.Before(p.deadline) {
+					p.deadline = d
+				}
+			}
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -715,5 +716,70 @@ func TestDurationWindowLastsItsDuration(t *testing.T) {
 	}
 	if *ws[1].StartedAtNS < *ws[0].DrainedAtNS {
 		t.Fatal("the next case started inside the previous window")
+	}
+}
+
+// runStopped runs cfg and calls Stop after `after`; it returns the records and Run's error.
+func runStopped(t *testing.T, cfg *Config, after time.Duration) (*memSink, error) {
+	t.Helper()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := prompt.TiktokenCounter("cl100k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &memSink{}
+	c := client.New(client.Options{MaxConnsPerHost: 64, Timeout: cfg.Timeout})
+	defer c.CloseIdle()
+	r := NewRunner(cfg, c, tok, sink, "session-1", Hooks{})
+	time.AfterFunc(after, r.Stop)
+	return sink, r.Run(context.Background())
+}
+
+func TestStopDrainsInFlightRequests(t *testing.T) {
+	srv := slowSim(t, 600*time.Millisecond)
+	cfg := baseConfig(srv)
+	cfg.Concurrency, cfg.Requests, cfg.WarmupRequests = []int{3}, 30, 0
+	sink, err := runStopped(t, cfg, 200*time.Millisecond)
+	if !errors.Is(err, ErrStopped) {
+		t.Fatalf("Run returned %v, want ErrStopped", err)
+	}
+	reqs := sink.requests(PhaseMeasured)
+	if len(reqs) != 3 {
+		t.Fatalf("%d records, want the 3 dispatched before Stop", len(reqs))
+	}
+	for _, r := range reqs {
+		if r.Status != "ok" {
+			t.Fatalf("status %s: a stop lets in-flight requests finish within the drain deadline", r.Status)
+		}
+	}
+	if len(sink.windows()) != 0 {
+		t.Fatal("a stopped phase records no window")
+	}
+}
+
+func TestStopCancelsAtShortenedDrainDeadline(t *testing.T) {
+	srv := slowSim(t, 3*time.Second)
+	cfg := baseConfig(srv)
+	cfg.Arrival, cfg.Rates, cfg.Duration = schedule.FixedRate, []float64{20}, 30*time.Second
+	cfg.MaxInFlight, cfg.Overflow = 64, OverflowWait
+	cfg.DrainTimeout = 300 * time.Millisecond
+	t0 := time.Now()
+	sink, err := runStopped(t, cfg, 250*time.Millisecond)
+	if !errors.Is(err, ErrStopped) {
+		t.Fatalf("Run returned %v, want ErrStopped", err)
+	}
+	if d := time.Since(t0); d > 10*time.Second {
+		t.Fatalf("Run took %v after a stop with a 300 ms drain timeout in a 30 s window", d)
+	}
+	reqs := sink.requests(PhaseMeasured)
+	if len(reqs) < 3 || len(reqs) > 8 {
+		t.Fatalf("%d records, want the ~5 arrivals dispatched in 250 ms at 20/s", len(reqs))
+	}
+	for _, r := range reqs {
+		if r.Status != "cancelled" {
+			t.Fatalf("status %s, want cancelled at the shortened drain deadline", r.Status)
+		}
 	}
 }

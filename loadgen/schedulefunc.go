@@ -1,10 +1,13 @@
 package loadgen
 
 import (
+	"context"
+	"fmt"
 	"math"
 	"sync"
 	"time"
 
+	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/loadgen/schedule"
 )
@@ -125,4 +128,26 @@ func copyPtr(p *int64) *int64 {
 	}
 	v := *p
 	return &v
+}
+
+// AnalyzeArtifact reads the artifact at path and analyses it as `inferprobe analyze` does:
+// Poisson and duration schedules are recomputed from its infer.workload record
+// (WorkloadScheduler) unless opts sets a Scheduler, and a truncated last line becomes the
+// report's first warning. Errors are analyze.ReadInput's and analyze.AnalyzeInput's.
+func AnalyzeArtifact(ctx context.Context, path string, opts analyze.Options) (*analyze.Report, error) {
+	in, err := analyze.ReadInput(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Scheduler == nil && in.Artifact.Workload != nil {
+		opts.Scheduler = WorkloadScheduler(in.Artifact.Workload)
+	}
+	rep, err := analyze.AnalyzeInput(ctx, in, opts)
+	if err != nil {
+		return nil, err
+	}
+	if t := in.Artifact.Truncated; t != nil {
+		rep.Warnings = append([]string{fmt.Sprintf("%s: %s", path, t)}, rep.Warnings...)
+	}
+	return rep, nil
 }

@@ -210,21 +210,7 @@ func analyzeArtifactReport(path string, opts analyze.Options) (*analyze.Report, 
 // infer.slo record that opts.Policy does not override) match artifact.ErrInvalidArtifact
 // (exit 5); ctx's error when ctx ends.
 func analyzeArtifactReportContext(ctx context.Context, path string, opts analyze.Options) (*analyze.Report, error) {
-	in, err := analyze.ReadInput(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	if opts.Scheduler == nil && in.Artifact.Workload != nil {
-		opts.Scheduler = loadgen.WorkloadScheduler(in.Artifact.Workload)
-	}
-	rep, err := analyze.AnalyzeInput(ctx, in, opts)
-	if err != nil {
-		return nil, err
-	}
-	if t := in.Artifact.Truncated; t != nil {
-		rep.Warnings = append([]string{fmt.Sprintf("%s: %s", path, t)}, rep.Warnings...)
-	}
-	return rep, nil
+	return loadgen.AnalyzeArtifact(ctx, path, opts)
 }
 
 // serverTelemetryInput reads --server-telemetry files (exit 5 for a missing or invalid one)

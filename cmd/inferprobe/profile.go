@@ -129,6 +129,12 @@ Exit codes: 0 a measured request succeeded; 3 none did (the artifact is complete
 			return runProfile(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), opts, nil)
 		},
 	}
+	pf.register(cmd)
+	return cmd
+}
+
+// register defines profile's flags on cmd, bound to pf.
+func (pf *profileFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&pf.endpoint, "endpoint", "", "full Chat Completions URL (…/v1/chat/completions)")
 	f.StringVar(&pf.baseURL, "base-url", "", "a /v1 base URL; /chat/completions is appended")
@@ -174,7 +180,6 @@ Exit codes: 0 a measured request succeeded; 3 none did (the artifact is complete
 	f.StringVar(&pf.systemSampler, "system-sampler", collect.SamplerAuto, "client-local samples (infer.system_sample): auto (NVML device 0 when available, and this process's RSS), psutil (RSS only), nvidia-smi, or none")
 	f.Float64Var(&pf.sampleInterval, "sample-interval", 1, "seconds between client-local samples")
 	pf.telemetry.register(cmd)
-	return cmd
 }
 
 // sloPolicy is a policy given on the command line, with where it came from.

@@ -1,0 +1,465 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/exporter-toolkit/web"
+
+	"github.com/inferprobe/inferprobe/analyze"
+	"github.com/inferprobe/inferprobe/exporter"
+	"github.com/inferprobe/inferprobe/receiver"
+	"github.com/inferprobe/inferprobe/receiver/spanattr"
+	"github.com/inferprobe/inferprobe/scrape/vllm"
+)
+
+// Options configure a Daemon.
+type Options struct {
+	// Parse is profile's workload parser (used again on every reload).
+	Parse WorkloadParser
+	// Version is inferprobe's version (artifacts and inferprobe_build_info).
+	Version string
+	// Logger receives the daemon's log; default slog.Default().
+	Logger *slog.Logger
+	// OnRunEnd, when set, is called after each probe run has been closed, analysed and
+	// published (tests, demo).
+	OnRunEnd func(RunResult)
+}
+
+// RunResult is one finished probe run.
+type RunResult struct {
+	Probe   string
+	RunID   string
+	Path    string // the artifact; "" when it could not be opened
+	Outcome string // exporter.Run* outcome
+	Report  *analyze.Report
+	Err     error
+}
+
+// Daemon is a running `inferprobe serve`.
+type Daemon struct {
+	opts Options
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	cfg     *Config
+	exp     atomic.Pointer[exporter.Exporter]
+	loops   map[string]*probeLoop  // by probe name
+	scrapes map[string]*scrapeLoop // by target name
+	routes  map[string]*route      // by run id: runs still accepting spans
+
+	recv      *receiver.Receiver
+	metricsLn net.Listener
+	metrics   *http.Server
+	otlpLn    net.Listener
+	otlp      *http.Server
+	serveErr  chan error
+
+	runCtx    context.Context // cancelled only on a hard stop
+	runCancel context.CancelFunc
+	wg        sync.WaitGroup
+	stopping  atomic.Bool
+
+	reloadOK   atomic.Bool
+	lastReload atomic.Int64
+}
+
+// New prepares a daemon for cfg; Start binds and starts it.
+func New(cfg *Config, opts Options) *Daemon {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	d := &Daemon{opts: opts, log: opts.Logger, cfg: cfg, loops: map[string]*probeLoop{}, scrapes: map[string]*scrapeLoop{},
+		routes: map[string]*route{}, serveErr: make(chan error, 2)}
+	d.exp.Store(d.newExporter(cfg))
+	return d
+}
+
+// Exporter returns the exporter in use (it changes when a reload changes SLO thresholds).
+func (d *Daemon) Exporter() *exporter.Exporter { return d.exp.Load() }
+
+func (d *Daemon) newExporter(cfg *Config) *exporter.Exporter {
+	e := exporter.New(exporter.Options{Thresholds: cfg.Thresholds(), Version: d.opts.Version})
+	e.WatchReceiver(func() receiver.Stats {
+		if d.recv == nil {
+			return receiver.Stats{}
+		}
+		return d.recv.Stats()
+	})
+	e.WatchReload(d.reloadOK.Load, func() float64 { return float64(d.lastReload.Load()) / 1e9 })
+	return e
+}
+
+// Start binds /metrics (a failure is returned: nothing runs) and the span receiver (a
+// failure is logged and the daemon runs without that listener), then starts every probe and
+// scrape loop. ctx bounds only the binding.
+func (d *Daemon) Start(ctx context.Context) error {
+	cfg := d.cfg
+	d.runCtx, d.runCancel = context.WithCancel(context.Background())
+	flags := &web.FlagConfig{WebConfigFile: &cfg.WebConfigFile, WebSystemdSocket: new(bool), WebListenAddresses: &[]string{cfg.Listen}}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	}
+	d.metricsLn = ln
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { d.exp.Load().Handler().ServeHTTP(w, r) }))
+	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "Healthy") })
+	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
+		if d.stopping.Load() {
+			http.Error(w, "Stopping", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "Ready")
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintf(w, "<html><head><title>inferprobe</title></head><body><h1>inferprobe serve</h1><p><a href=\"/metrics\">Metrics</a></p></body></html>\n")
+	})
+	d.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := web.Serve(ln, d.metrics, flags, d.log); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.serveErr <- fmt.Errorf("/metrics server: %w", err)
+		}
+	}()
+
+	if cfg.HTTPListen != "" || cfg.GRPCListen != "" {
+		d.recv = receiver.New(receiver.Options{Consume: d.consumeSpan, Logger: d.log})
+		if err := d.recv.Listen(ctx, "", cfg.GRPCListen); err != nil {
+			d.log.Warn("the OTLP/gRPC receiver could not bind; spans over gRPC are not received", "err", err)
+		}
+		if cfg.HTTPListen != "" {
+			if oln, err := lc.Listen(ctx, "tcp", cfg.HTTPListen); err != nil {
+				d.log.Warn("the OTLP/HTTP receiver could not bind; spans over HTTP are not received", "addr", cfg.HTTPListen, "err", err)
+			} else {
+				d.otlpLn = oln
+				d.otlp = &http.Server{Handler: d.recv, ReadHeaderTimeout: receiver.DefaultReadTimeout, ReadTimeout: receiver.DefaultReadTimeout}
+				oflags := &web.FlagConfig{WebConfigFile: &cfg.WebConfigFile, WebSystemdSocket: new(bool), WebListenAddresses: &[]string{cfg.HTTPListen}}
+				go func() {
+					if err := web.Serve(oln, d.otlp, oflags, d.log); err != nil && !errors.Is(err, http.ErrServerClosed) {
+						d.log.Warn("OTLP/HTTP receiver stopped", "err", err)
+					}
+				}()
+			}
+		}
+	}
+	d.reloadOK.Store(true)
+	d.lastReload.Store(time.Now().UnixNano())
+	d.mu.Lock()
+	d.apply(cfg, nil)
+	d.mu.Unlock()
+	d.log.Info("inferprobe serve started", "metrics", d.MetricsAddr(), "otlp_http", d.OTLPHTTPAddr(), "otlp_grpc", d.OTLPGRPCAddr(),
+		"probes", len(cfg.Probes), "artifacts", cfg.ArtifactDir)
+	return nil
+}
+
+// Errors delivers a fatal error of the /metrics server.
+func (d *Daemon) Errors() <-chan error { return d.serveErr }
+
+// MetricsAddr is the bound /metrics address.
+func (d *Daemon) MetricsAddr() string {
+	if d.metricsLn == nil {
+		return ""
+	}
+	return d.metricsLn.Addr().String()
+}
+
+// OTLPHTTPAddr is the bound OTLP/HTTP address ("" when none).
+func (d *Daemon) OTLPHTTPAddr() string {
+	if d.otlpLn == nil {
+		return ""
+	}
+	return d.otlpLn.Addr().String()
+}
+
+// OTLPGRPCAddr is the bound OTLP/gRPC address ("" when none).
+func (d *Daemon) OTLPGRPCAddr() string {
+	if d.recv == nil {
+		return ""
+	}
+	return d.recv.GRPCAddr()
+}
+
+// Config returns the configuration in force.
+func (d *Daemon) Config() *Config {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cfg
+}
+
+// Reload reads the configuration file again. A file that does not load keeps the running
+// configuration (the error says why, and inferprobe_config_last_reload_successful becomes 0).
+// Otherwise probes whose definition changed or disappeared stop gracefully (their running run
+// drains and closes as interrupted), new and changed probes start, and unchanged probes go on
+// untouched. Listener and web-config changes need a restart (logged). When the SLO
+// thresholds change, a new exporter takes over so that the histograms' buckets hold them:
+// counters restart from zero, which rate() reads as a reset.
+func (d *Daemon) Reload() error {
+	d.mu.Lock()
+	path := d.cfg.Path
+	d.mu.Unlock()
+	if path == "" {
+		return errors.New("reload: the configuration was not read from a file")
+	}
+	cfg, err := Load(path, d.opts.Parse)
+	if err != nil {
+		d.reloadOK.Store(false)
+		d.log.Error("reload failed; keeping the running configuration", "err", err)
+		return err
+	}
+	d.reloadOK.Store(true)
+	d.lastReload.Store(time.Now().UnixNano())
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	old := d.cfg
+	if cfg.Listen != old.Listen || cfg.HTTPListen != old.HTTPListen || cfg.GRPCListen != old.GRPCListen || cfg.WebConfigFile != old.WebConfigFile {
+		d.log.Warn("listen addresses and web_config_file take effect after a restart")
+		cfg.Listen, cfg.HTTPListen, cfg.GRPCListen, cfg.WebConfigFile = old.Listen, old.HTTPListen, old.GRPCListen, old.WebConfigFile
+	}
+	d.cfg = cfg
+	d.apply(cfg, old)
+	d.log.Info("configuration reloaded", "probes", len(cfg.Probes), "targets", len(cfg.Targets))
+	return nil
+}
+
+// apply starts and stops loops so that cfg runs (old: the previous config, nil at start).
+// d.mu is held.
+func (d *Daemon) apply(cfg, old *Config) {
+	exp := d.exp.Load()
+	if old != nil && !reflect.DeepEqual(cfg.Thresholds(), old.Thresholds()) {
+		// Buckets are fixed at registration: every loop moves to a new exporter.
+		exp = d.newExporter(cfg)
+		d.exp.Store(exp)
+		for name, l := range d.loops {
+			l.stop()
+			delete(d.loops, name)
+		}
+		for name, s := range d.scrapes {
+			s.stop()
+			delete(d.scrapes, name)
+		}
+	}
+	want := map[string]*Probe{}
+	for _, p := range cfg.Probes {
+		want[p.Name] = p
+	}
+	for name, l := range d.loops {
+		if p := want[name]; p == nil || p.key != l.p.key {
+			l.stop()
+			delete(d.loops, name)
+			exp.ForgetProbe(l.labels())
+		}
+	}
+	for _, p := range cfg.Probes {
+		if d.loops[p.Name] != nil {
+			continue
+		}
+		l := &probeLoop{d: d, p: p, cfg: cfg, exp: exp, wake: make(chan struct{}), done: make(chan struct{})}
+		interval := p.Every
+		if p.Continuous {
+			interval = p.runLength()
+		}
+		var objective *float64
+		slo := ""
+		if p.SLO != nil {
+			slo, objective = p.SLO.Policy.Name, &p.SLO.Objective
+		}
+		exp.SetProbeConfig(l.labels(), interval.Seconds(), slo, objective)
+		var ids []string
+		if cases, err := p.Workload.Cases(); err == nil {
+			for _, c := range cases {
+				ids = append(ids, c.ID)
+			}
+		}
+		exp.InitCases(l.labels(), slo, ids)
+		d.loops[p.Name] = l
+		d.wg.Add(1)
+		go l.run()
+	}
+	wantT := map[string]*Target{}
+	for _, t := range cfg.Targets {
+		if t.MetricsURL != "" {
+			wantT[t.Name] = t
+		}
+	}
+	for name, s := range d.scrapes {
+		if t := wantT[name]; t == nil || t.MetricsURL != s.t.MetricsURL || t.ScrapeInterval != s.t.ScrapeInterval || t.apiKey != s.t.apiKey {
+			s.stop()
+			delete(d.scrapes, name)
+			exp.ForgetTarget(name)
+		}
+	}
+	for name, t := range wantT {
+		if d.scrapes[name] != nil {
+			continue
+		}
+		sc, err := t.scraper("", "", "")
+		if err != nil {
+			d.log.Error("target metrics cannot be scraped", "target", name, "err", err)
+			continue
+		}
+		s := &scrapeLoop{t: t, s: sc, exp: exp, quit: make(chan struct{}), done: make(chan struct{})}
+		d.scrapes[name] = s
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			s.run()
+		}()
+	}
+}
+
+// Shutdown stops gracefully: no probe run starts any more, each running run stops
+// dispatching and drains within its drain deadline, its artifact is closed (completed or
+// interrupted), the receiver delivers what it has queued, and the servers close. When ctx
+// ends first, running requests are cancelled (recorded as such) and ctx's error is returned
+// once everything has closed.
+func (d *Daemon) Shutdown(ctx context.Context) error {
+	d.stopping.Store(true)
+	d.mu.Lock()
+	for _, l := range d.loops {
+		l.stop()
+	}
+	for _, s := range d.scrapes {
+		s.stop()
+	}
+	d.mu.Unlock()
+	done := make(chan struct{})
+	go func() { d.wg.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+		d.runCancel()
+		<-done
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if d.recv != nil {
+		if d.otlp != nil {
+			_ = d.otlp.Shutdown(sctx)
+		}
+		if rerr := d.recv.Shutdown(sctx); rerr != nil && err == nil {
+			err = fmt.Errorf("span receiver: %w", rerr)
+		}
+	}
+	if d.metrics != nil {
+		_ = d.metrics.Shutdown(sctx)
+	}
+	d.runCancel()
+	return err
+}
+
+// route is a probe run accepting spans.
+type route struct {
+	runID     string
+	sessionID string
+	prefix    string // "inferprobe-<run_id>-"
+	write     func(any) error
+	sink      *exporter.Run
+	traces    sync.Map // trace id → struct{}
+}
+
+func (d *Daemon) addRoute(r *route) {
+	d.mu.Lock()
+	d.routes[r.runID] = r
+	d.mu.Unlock()
+}
+
+func (d *Daemon) removeRoute(runID string) {
+	d.mu.Lock()
+	delete(d.routes, runID)
+	d.mu.Unlock()
+}
+
+// consumeSpan routes a delivered span to the run whose X-Request-Id (any of vLLM's forms of
+// gen_ai.request.id) or trace id it carries; the rest count as unrouted.
+func (d *Daemon) consumeSpan(rec receiver.SpanRecord) {
+	d.mu.Lock()
+	var target *route
+	if id, ok := rec.String(spanattr.AttrRequestID); ok {
+	search:
+		for _, c := range receiver.CandidateRequestIDs(id) {
+			if !strings.HasPrefix(c, "inferprobe-") {
+				continue
+			}
+			for _, r := range d.routes {
+				if strings.HasPrefix(c, r.prefix) {
+					target = r
+					break search
+				}
+			}
+		}
+	}
+	if target == nil && rec.TraceID != nil {
+		for _, r := range d.routes {
+			if _, ok := r.traces.Load(*rec.TraceID); ok {
+				target = r
+				break
+			}
+		}
+	}
+	d.mu.Unlock()
+	if target == nil {
+		d.exp.Load().SpanUnrouted()
+		return
+	}
+	rec.SessionID, rec.RunID = target.sessionID, target.runID
+	if err := target.write(rec); err != nil {
+		d.log.Warn("a span could not be written to its run's artifact", "run_id", target.runID, "err", err)
+	}
+	_ = target.sink.Write(rec)
+}
+
+// scrapeLoop scrapes one target's vLLM /metrics for inferprobe_scrape_up / _duration_seconds.
+type scrapeLoop struct {
+	t    *Target
+	s    *vllm.Scraper
+	exp  *exporter.Exporter
+	once sync.Once
+	quit chan struct{}
+	done chan struct{}
+}
+
+func (s *scrapeLoop) stop() { s.once.Do(func() { close(s.quit) }) }
+
+func (s *scrapeLoop) run() {
+	defer close(s.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-s.quit
+		cancel()
+	}()
+	t := time.NewTicker(s.t.ScrapeInterval)
+	defer t.Stop()
+	for {
+		rec := s.s.Scrape(ctx, vllm.MarkerManual, "", "")
+		if ctx.Err() != nil {
+			return
+		}
+		var d time.Duration
+		if rec.DurationMS != nil {
+			d = time.Duration(*rec.DurationMS * float64(time.Millisecond))
+		}
+		s.exp.ScrapeResult(s.t.Name, rec.Status == "ok", d)
+		select {
+		case <-t.C:
+		case <-s.quit:
+			return
+		}
+	}
+}

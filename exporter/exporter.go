@@ -1,0 +1,370 @@
+// Package exporter publishes what inferprobe measures as live Prometheus series: a sink of the
+// same records that feed a probe run's artifact (infer.request, infer.vllm_span), plus the
+// judgement of each finished run (SLO outcomes, attainment and goodput bounds, span-join
+// coverage), the span receiver's counters and the vLLM scrape health of each target.
+//
+// Conventions (DESIGN.md "Prometheus names"): one registry per Exporter, never the global one;
+// every name starts with inferprobe_, uses base units (seconds, ratios) and ends in _total for
+// counters; labels are target, model, probe, case (and slo, status, outcome, bound where they
+// say so) — request and trace ids appear only in exemplars (request_id = the X-Request-Id
+// sent, trace_id = the traceparent trace id). Only measured-phase requests are counted, as in
+// `inferprobe analyze`. The README's "Prometheus series" section lists every series.
+package exporter
+
+import (
+	"math"
+	"net/http"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Label names.
+const (
+	LabelTarget  = "target"
+	LabelModel   = "model"
+	LabelProbe   = "probe"
+	LabelCase    = "case"
+	LabelSLO     = "slo"
+	LabelStatus  = "status"
+	LabelOutcome = "outcome"
+	LabelBound   = "bound"
+)
+
+// Labels identify one probe: the configured target and probe names and the model it sends.
+type Labels struct {
+	Target, Model, Probe string
+}
+
+func (l Labels) values(extra ...string) []string {
+	return append([]string{l.Target, l.Model, l.Probe}, extra...)
+}
+
+func (l Labels) match() prometheus.Labels {
+	return prometheus.Labels{LabelTarget: l.Target, LabelModel: l.Model, LabelProbe: l.Probe}
+}
+
+// Histogram keys: the SLO criterion key a histogram carries ("client.ttft", …, as in
+// `--slo KEY:MS`), plus the non-criterion ones.
+const (
+	KeyTTFT             = "client.ttft"
+	KeyTTFTFromIntended = "client.ttft_from_intended"
+	KeyE2E              = "client.e2e"
+	KeyE2EFromIntended  = "client.e2e_from_intended"
+	KeyTPOT             = "client.tpot"
+	KeyDispatchLag      = "dispatch_lag"
+	KeyServerQueue      = "server.queue"
+	KeyServerPrefill    = "server.prefill"
+	KeyServerDecode     = "server.decode"
+	KeyServerTTFT       = "server.ttft"
+	KeyServerE2E        = "server.e2e"
+)
+
+type histogramDef struct {
+	key, name, help string
+	buckets         []float64
+}
+
+// latencyBuckets are the classic buckets of request latencies, seconds.
+var latencyBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1, 1.5, 2, 2.5, 3, 4, 5, 7.5, 10, 15, 20, 30, 45, 60, 120, 300}
+
+// tokenBuckets are the classic buckets of per-token and per-phase server times, seconds.
+var tokenBuckets = []float64{0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 2.5, 5, 10, 30, 60}
+
+// lagBuckets are the classic buckets of dispatch lag, seconds (the contract's bound is 1 ms).
+var lagBuckets = []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5}
+
+var histogramDefs = []histogramDef{
+	{KeyTTFT, "inferprobe_ttft_seconds", "Time to first token: send to the first non-empty content or reasoning delta (streaming, successful requests).", latencyBuckets},
+	{KeyTTFTFromIntended, "inferprobe_ttft_from_intended_seconds", "TTFT measured from the scheduled arrival (coordinated-omission safe): TTFT + dispatch lag.", latencyBuckets},
+	{KeyE2E, "inferprobe_e2e_seconds", "End-to-end latency: send to the end of the response (after [DONE] when streaming), successful requests.", latencyBuckets},
+	{KeyE2EFromIntended, "inferprobe_e2e_from_intended_seconds", "End-to-end latency from the scheduled arrival (coordinated-omission safe), successful requests.", latencyBuckets},
+	{KeyTPOT, "inferprobe_tpot_seconds", "Time per output token: (e2e - TTFT)/(output_tokens - 1), only with server-reported usage and at least 2 output tokens.", tokenBuckets},
+	{KeyDispatchLag, "inferprobe_dispatch_lag_seconds", "Dispatch lag: send time minus scheduled arrival time, every sent request.", lagBuckets},
+	{KeyServerQueue, "inferprobe_server_queue_seconds", "Server queue time from the request's joined vLLM span (gen_ai.latency.time_in_queue).", latencyBuckets},
+	{KeyServerPrefill, "inferprobe_server_prefill_seconds", "Server prefill time from the request's joined vLLM span (gen_ai.latency.time_in_model_prefill).", latencyBuckets},
+	{KeyServerDecode, "inferprobe_server_decode_seconds", "Server decode time from the request's joined vLLM span (gen_ai.latency.time_in_model_decode).", latencyBuckets},
+	{KeyServerTTFT, "inferprobe_server_ttft_seconds", "Server time to first token from the request's joined vLLM span (gen_ai.latency.time_to_first_token).", latencyBuckets},
+	{KeyServerE2E, "inferprobe_server_e2e_seconds", "Server end-to-end time from the request's joined vLLM span (gen_ai.latency.e2e).", latencyBuckets},
+}
+
+// Options configure an Exporter.
+type Options struct {
+	// Thresholds are SLO limits in seconds by histogram key (KeyTTFT, …): each becomes a
+	// classic bucket boundary of that histogram, exactly, so that a bucket counts the requests
+	// within the limit. Unknown keys are ignored.
+	Thresholds map[string][]float64
+	// Version is inferprobe's version, exposed by inferprobe_build_info.
+	Version string
+	// NoNativeHistograms turns native (sparse) histogram buckets off; classic buckets are
+	// always exposed.
+	NoNativeHistograms bool
+}
+
+// Exporter holds one registry and every inferprobe_ series.
+type Exporter struct {
+	reg *prometheus.Registry
+
+	requests     *prometheus.CounterVec
+	hist         map[string]*prometheus.HistogramVec
+	promptTokens *prometheus.CounterVec
+	outputTokens *prometheus.CounterVec
+
+	sloRequests  *prometheus.CounterVec
+	sloObjective *prometheus.GaugeVec
+	attainment   *prometheus.GaugeVec
+	goodput      *prometheus.GaugeVec
+	coverage     *prometheus.GaugeVec
+
+	probeRuns   *prometheus.CounterVec
+	lastSuccess *prometheus.GaugeVec
+	lastRun     *prometheus.GaugeVec
+	interval    *prometheus.GaugeVec
+	running     *prometheus.GaugeVec
+	inFlight    *prometheus.GaugeVec
+	scheduleMet *prometheus.GaugeVec
+
+	scrapeUp       *prometheus.GaugeVec
+	scrapeDuration *prometheus.GaugeVec
+
+	spansUnrouted prometheus.Counter
+
+	mu     sync.Mutex
+	probes map[Labels]*probeState // probes with runs started and not finished
+}
+
+// probeState is what the runs of one probe in progress share: runs may overlap (a run still
+// draining its spans while the next one runs), and the running and in-flight gauges cover
+// them all. runs and inFlight are guarded by Exporter.mu.
+type probeState struct {
+	runs     int   // runs started and not finished
+	inFlight int64 // requests outstanding, over those runs
+	// forgotten is set by ForgetProbe: the runs of this state publish nothing more.
+	forgotten atomic.Bool
+}
+
+// BucketsFor returns the classic bucket boundaries of the histogram with key k under opts:
+// its defaults with every finite positive threshold merged in, sorted, without duplicates.
+func BucketsFor(k string, opts Options) []float64 {
+	var b []float64
+	for _, d := range histogramDefs {
+		if d.key == k {
+			b = slices.Clone(d.buckets)
+		}
+	}
+	if b == nil {
+		return nil
+	}
+	for _, t := range opts.Thresholds[k] {
+		if t > 0 && !math.IsInf(t, 0) && !math.IsNaN(t) {
+			b = append(b, t)
+		}
+	}
+	sort.Float64s(b)
+	return slices.Compact(b)
+}
+
+// New builds an Exporter and registers its series, the Go and process collectors and
+// inferprobe_build_info on a new registry.
+func New(opts Options) *Exporter {
+	reg := prometheus.NewRegistry()
+	e := &Exporter{reg: reg, hist: map[string]*prometheus.HistogramVec{}, probes: map[Labels]*probeState{}}
+	probe := []string{LabelTarget, LabelModel, LabelProbe}
+	perCase := append(slices.Clone(probe), LabelCase)
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+		reg.MustRegister(v)
+		return v
+	}
+	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+		reg.MustRegister(v)
+		return v
+	}
+	e.requests = counter("inferprobe_requests_total", "Measured requests by outcome status (ok, timeout, rejected, unreachable, delivery_unknown, error, dropped, cancelled).", append(slices.Clone(perCase), LabelStatus)...)
+	for _, d := range histogramDefs {
+		ho := prometheus.HistogramOpts{Name: d.name, Help: d.help, Buckets: BucketsFor(d.key, opts)}
+		if !opts.NoNativeHistograms {
+			ho.NativeHistogramBucketFactor = 1.1
+			ho.NativeHistogramMaxBucketNumber = 160
+			ho.NativeHistogramMinResetDuration = time.Hour
+		}
+		v := prometheus.NewHistogramVec(ho, perCase)
+		reg.MustRegister(v)
+		e.hist[d.key] = v
+	}
+	e.promptTokens = counter("inferprobe_prompt_tokens_total", "Prompt tokens of measured requests with a prompt token count (server usage, else the tokenizer's count).", perCase...)
+	e.outputTokens = counter("inferprobe_output_tokens_total", "Output tokens of measured requests with an output token count (server usage, else the tokenizer's count).", perCase...)
+
+	e.sloRequests = counter("inferprobe_slo_requests_total", "Judged measured requests of finished probe runs by SLO outcome (met, missed, unknown); failures count as missed. Advances when a run's artifact is analysed.", append(slices.Clone(perCase), LabelSLO, LabelOutcome)...)
+	e.sloObjective = gauge("inferprobe_slo_objective_ratio", "The SLO's attainment target (the policy's attainment_target, else the probe's objective).", append(slices.Clone(probe), LabelSLO)...)
+	e.attainment = gauge("inferprobe_slo_attainment_ratio", "SLO attainment of the last finished probe run over every offered request: lower counts unknown as missed, upper as met.", append(slices.Clone(perCase), LabelSLO, LabelBound)...)
+	e.goodput = gauge("inferprobe_goodput_requests_per_second", "Goodput of the last finished probe run: requests meeting the SLO per second of the case's rate interval (lower: unknown as missed; upper: as met).", append(slices.Clone(perCase), LabelSLO, LabelBound)...)
+	e.coverage = gauge("inferprobe_span_join_coverage_ratio", "Share of the last finished run's accepted requests that a server span confirmed (analyze's server_evidence_coverage).", perCase...)
+
+	e.probeRuns = counter("inferprobe_probe_runs_total", "Probe runs by outcome: completed, interrupted, incomplete, failed (could not start).", append(slices.Clone(probe), LabelOutcome)...)
+	e.lastSuccess = gauge("inferprobe_probe_last_success_timestamp_seconds", "End of the last completed probe run with at least one successful measured request, Unix seconds.", probe...)
+	e.lastRun = gauge("inferprobe_probe_last_run_timestamp_seconds", "End of the last probe run of any outcome, Unix seconds.", probe...)
+	e.interval = gauge("inferprobe_probe_interval_seconds", "Configured seconds between probe run starts (continuous probes: the run length).", probe...)
+	e.running = gauge("inferprobe_probe_running", "1 while a probe run is in progress, else 0.", probe...)
+	e.inFlight = gauge("inferprobe_in_flight_requests", "Requests of the probe outstanding now.", probe...)
+	e.scheduleMet = gauge("inferprobe_probe_schedule_met", "1 when the last finished run dispatched every measured arrival on schedule (none dropped or held for a slot, p99 dispatch lag at most 1 ms), else 0.", probe...)
+
+	e.scrapeUp = gauge("inferprobe_scrape_up", "1 when the last scrape of the target's vLLM /metrics succeeded, else 0.", LabelTarget)
+	e.scrapeDuration = gauge("inferprobe_scrape_duration_seconds", "Duration of the last scrape of the target's vLLM /metrics.", LabelTarget)
+
+	e.spansUnrouted = prometheus.NewCounter(prometheus.CounterOpts{Name: "inferprobe_receiver_spans_unrouted_total", Help: "Delivered spans that matched no running or draining probe run."})
+	reg.MustRegister(e.spansUnrouted)
+
+	build := gauge("inferprobe_build_info", "A metric with a constant '1' value labeled by version and goversion.", "version", "goversion")
+	build.WithLabelValues(opts.Version, runtime.Version()).Set(1)
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return e
+}
+
+// Registry returns the exporter's registry (to gather in tests, or to register more).
+func (e *Exporter) Registry() *prometheus.Registry { return e.reg }
+
+// Handler serves the registry in the text format or, when the scraper asks for it,
+// OpenMetrics (which carries exemplars) or protobuf (which carries native histograms).
+func (e *Exporter) Handler() http.Handler {
+	return promhttp.HandlerFor(e.reg, promhttp.HandlerOpts{
+		EnableOpenMetrics: true,
+		ErrorHandling:     promhttp.ContinueOnError,
+		Registry:          e.reg,
+	})
+}
+
+// SetProbeConfig publishes a probe's configured interval (seconds between run starts) and its
+// SLO objective (nil: no SLO), and sets its running and in-flight gauges to 0 so that the
+// probe's series exist before its first run.
+func (e *Exporter) SetProbeConfig(l Labels, intervalSeconds float64, slo string, objective *float64) {
+	e.interval.WithLabelValues(l.values()...).Set(intervalSeconds)
+	e.running.WithLabelValues(l.values()...).Add(0)
+	e.inFlight.WithLabelValues(l.values()...).Add(0)
+	for _, st := range []string{"completed", "interrupted", "incomplete", "failed"} {
+		e.probeRuns.WithLabelValues(l.values(st)...).Add(0)
+	}
+	e.sloObjective.DeletePartialMatch(l.match())
+	if objective != nil {
+		e.sloObjective.WithLabelValues(l.values(slo)...).Set(*objective)
+	}
+}
+
+// ForgetProbe deletes every series of a probe that is no longer configured (after a reload).
+// Counters of a probe that comes back start again from zero, which rate() reads as a reset.
+// Runs of the probe still in progress are detached: their later records and Finish publish
+// nothing (a record being published at that very moment may still recreate its series).
+func (e *Exporter) ForgetProbe(l Labels) {
+	e.mu.Lock()
+	if st := e.probes[l]; st != nil {
+		st.forgotten.Store(true)
+		delete(e.probes, l)
+	}
+	e.mu.Unlock()
+	m := l.match()
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
+		e.requests, e.promptTokens, e.outputTokens, e.sloRequests, e.sloObjective, e.attainment, e.goodput,
+		e.coverage, e.probeRuns, e.lastSuccess, e.lastRun, e.interval, e.running, e.inFlight, e.scheduleMet,
+	} {
+		v.DeletePartialMatch(m)
+	}
+	for _, h := range e.hist {
+		h.DeletePartialMatch(m)
+	}
+}
+
+// ForgetTarget deletes a target's scrape series.
+func (e *Exporter) ForgetTarget(target string) {
+	e.scrapeUp.DeleteLabelValues(target)
+	e.scrapeDuration.DeleteLabelValues(target)
+}
+
+// ScrapeResult publishes one scrape of a target's vLLM /metrics.
+func (e *Exporter) ScrapeResult(target string, up bool, d time.Duration) {
+	v := 0.0
+	if up {
+		v = 1
+	}
+	e.scrapeUp.WithLabelValues(target).Set(v)
+	e.scrapeDuration.WithLabelValues(target).Set(d.Seconds())
+}
+
+// SpanUnrouted counts a delivered span that matched no probe run.
+func (e *Exporter) SpanUnrouted() { e.spansUnrouted.Inc() }
+
+// exemplar returns the exemplar labels of a request: trace_id and request_id (the
+// X-Request-Id), in that order of preference, leaving out a value that is not valid UTF-8 or
+// that would take the labels past Prometheus's 128-rune exemplar limit (either would
+// otherwise panic the observation). nil when neither fits.
+func exemplar(xrid, traceID *string) prometheus.Labels {
+	var l prometheus.Labels
+	n := 0
+	add := func(name string, v *string) {
+		if v == nil || *v == "" || !utf8.ValidString(*v) {
+			return
+		}
+		r := utf8.RuneCountInString(name) + utf8.RuneCountInString(*v)
+		if n+r > prometheus.ExemplarMaxRunes {
+			return
+		}
+		if l == nil {
+			l = prometheus.Labels{}
+		}
+		l[name] = *v
+		n += r
+	}
+	add("trace_id", traceID)
+	add("request_id", xrid)
+	return l
+}
+
+// labelValue makes s usable as a label value: WithLabelValues panics on invalid UTF-8, and
+// the exporter must never stop a run.
+func labelValue(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+func observe(h prometheus.Observer, v float64, ex prometheus.Labels) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return
+	}
+	if eo, ok := h.(prometheus.ExemplarObserver); ok && ex != nil {
+		eo.ObserveWithExemplar(v, ex)
+		return
+	}
+	h.Observe(v)
+}
+
+// requestStatuses are the outcome statuses of inferprobe_requests_total.
+var requestStatuses = []string{"ok", "timeout", "rejected", "unreachable", "delivery_unknown", "error", "dropped", "cancelled"}
+
+// InitCases creates a probe's per-case counters at 0 before its first run — requests by
+// every status and, with an SLO (slo != ""), SLO requests by every outcome — so that the
+// first increase is seen by rate() and increase() rather than hidden in a series' first
+// sample (Prometheus's "initialize your metrics" practice).
+func (e *Exporter) InitCases(l Labels, slo string, cases []string) {
+	for _, c := range cases {
+		for _, st := range requestStatuses {
+			e.requests.WithLabelValues(l.values(c, st)...).Add(0)
+		}
+		if slo == "" {
+			continue
+		}
+		for _, o := range []string{"met", "missed", "unknown"} {
+			e.sloRequests.WithLabelValues(l.values(c, slo, o)...).Add(0)
+		}
+	}
+}
