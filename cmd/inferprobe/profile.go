@@ -21,6 +21,7 @@ import (
 
 	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/exporter"
 	"github.com/inferprobe/inferprobe/loadgen"
 	"github.com/inferprobe/inferprobe/loadgen/client"
 	"github.com/inferprobe/inferprobe/loadgen/prompt"
@@ -74,6 +75,10 @@ type profileOpts struct {
 	telemetry   *telemetryFlags // nil: no vLLM telemetry
 	sampler     string          // --system-sampler ("" = none)
 	sampleEvery time.Duration
+	// exp, when set, receives the run's records as live Prometheus series under expLabels
+	// (demo), and the run's judgement once the artifact is analysed.
+	exp       *exporter.Exporter
+	expLabels exporter.Labels
 }
 
 func newProfileCmd() *cobra.Command {
@@ -397,6 +402,11 @@ func runProfile(ctx context.Context, stdout, stderr io.Writer, o profileOpts, re
 	host := artifact.HostIdentity()
 	started := time.Now()
 	sink := &countingSink{w: w}
+	var xrun *exporter.Run
+	if o.exp != nil {
+		xrun = o.exp.StartRun(o.expLabels)
+		sink.also = xrun.Write
+	}
 	prog := newProgress(stderr, quiet)
 	warn := func(msg string) {
 		prog.clear()
@@ -406,7 +416,7 @@ func runProfile(ctx context.Context, stdout, stderr io.Writer, o profileOpts, re
 	if tf == nil {
 		tf = &telemetryFlags{}
 	}
-	tele, err := startTelemetry(ctx, tf, cfg, w, sessionID, host.ClockDomain(), warn)
+	tele, err := startTelemetry(ctx, tf, cfg, w, sink.also, sessionID, host.ClockDomain(), warn)
 	if err != nil {
 		_ = w.Close()
 		return withCode(exitUnexpected, err)
@@ -451,6 +461,15 @@ func runProfile(ctx context.Context, stdout, stderr io.Writer, o profileOpts, re
 	hc := client.New(client.Options{MaxConnsPerHost: conns, Timeout: cfg.Timeout})
 	defer hc.CloseIdle()
 	hooks := loadgen.Hooks{CaseStart: prog.caseStart, Sent: prog.dispatched, Request: prog.request, Warn: warn}
+	if xrun != nil {
+		hooks.Sent = func(cs loadgen.Case, phase string) { prog.dispatched(cs, phase); xrun.Sent() }
+		hooks.Request = func(cs loadgen.Case, phase string, st client.Outcome) {
+			prog.request(cs, phase, st)
+			if st != client.Dropped {
+				xrun.Ended()
+			}
+		}
+	}
 	tele.hooks(&hooks)
 	runner := loadgen.NewRunner(cfg, hc, tok, sink, sessionID, hooks)
 	var sampler *collect.ClientSampler
@@ -504,7 +523,11 @@ func runProfile(ctx context.Context, stdout, stderr io.Writer, o profileOpts, re
 		*res = profileResult{artifactPath: output, stats: stats, status: status}
 	}
 	// The report is computed from the artifact alone, as `inferprobe analyze` would.
-	if rep, aerr := analyzeArtifactReportContext(context.WithoutCancel(ctx), output, analyze.Options{}); aerr != nil {
+	rep, aerr := analyzeArtifactReportContext(context.WithoutCancel(ctx), output, analyze.Options{})
+	if xrun != nil {
+		xrun.Finish(status, ended, rep)
+	}
+	if aerr != nil {
 		fmt.Fprintf(stderr, "Warning: the report could not be computed: %v\n", aerr)
 	} else {
 		for _, w := range rep.Warnings {
@@ -531,16 +554,21 @@ func runProfile(ctx context.Context, stdout, stderr io.Writer, o profileOpts, re
 	return &exitError{code: exitFindings}
 }
 
-// countingSink counts infer.request records on their way to the artifact.
+// countingSink counts infer.request records on their way to the artifact, and hands every
+// record to also (the exporter) when set.
 type countingSink struct {
-	w *artifact.Writer
-	n atomic.Int64
+	w    *artifact.Writer
+	n    atomic.Int64
+	also func(any) error
 }
 
 func (s *countingSink) Write(rec any) error {
 	err := s.w.Write(rec)
 	if _, ok := rec.(*artifact.Request); ok && err == nil {
 		s.n.Add(1)
+	}
+	if s.also != nil {
+		_ = s.also(rec)
 	}
 	return err
 }

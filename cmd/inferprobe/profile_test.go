@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"github.com/inferprobe/inferprobe/analyze"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -215,14 +217,24 @@ func TestProfileSIGINT(t *testing.T) {
 	}
 }
 
+// TestDemoRuns runs `inferprobe demo --serve` as a process: both artifacts complete, the
+// dashboards and rules are written, and the live /metrics agree with the Poisson artifact
+// (requests by status, joined spans, SLO outcomes) until SIGINT stops it with exit 0.
 func TestDemoRuns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("demo takes ~15 s")
 	}
 	dir := t.TempDir()
-	if code := runQuiet("demo", "--dir", dir, "--quiet"); code != 0 {
-		t.Fatalf("demo exit %d", code)
+	addr := freeAddr(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "INFERPROBE_TEST_ARGS="+strings.Join([]string{"demo", "--dir", dir, "--quiet", "--serve", "--metrics-listen", addr}, "\x1f"))
+	var out safeBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+	waitFor(t, "the demo to finish its runs", 90*time.Second, func() bool { return strings.Contains(out.String(), "(Ctrl+C stops)") })
 	for _, f := range []string{"demo-closed.jsonl", "demo-poisson.jsonl"} {
 		a, err := artifact.ReadFile(filepath.Join(dir, f))
 		if err != nil {
@@ -231,5 +243,36 @@ func TestDemoRuns(t *testing.T) {
 		if err := a.Validate(); err != nil || a.FinalSession().Status != "completed" {
 			t.Fatalf("%s: %v", f, err)
 		}
+	}
+	for _, f := range []string{"grafana/overview.json", "grafana/server-join.json", "grafana/gpu-memory.json", "rules/inferprobe-alerts.rules.yml"} {
+		if _, err := os.Stat(filepath.Join(dir, "dashboards", f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.Contains(out.String(), "http://"+addr+"/metrics") {
+		t.Fatalf("the demo does not say where /metrics is:\n%s", out.String())
+	}
+	rep, err := analyzeArtifactReportContext(context.Background(), filepath.Join(dir, "demo-poisson.jsonl"), analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rep.Cases["poisson20_in256_out64"]
+	if c == nil || c.SLO == nil {
+		t.Fatalf("cases %v", rep.Cases)
+	}
+	metrics := getMetrics(t, addr)
+	sel := `case="poisson20_in256_out64",model="inferprobe-sim",probe="demo-poisson"`
+	for _, want := range []string{
+		fmt.Sprintf(`inferprobe_requests_total{%s,status="ok",target="sim"} %d`, sel, c.Population.Successful),
+		fmt.Sprintf(`inferprobe_server_queue_seconds_count{%s,target="sim"} %d`, sel, *c.Population.ServerAdmitted),
+		fmt.Sprintf(`inferprobe_slo_requests_total{%s,outcome="met",probe="demo-poisson",slo="demo",target="sim"} %d`, `case="poisson20_in256_out64",model="inferprobe-sim"`, c.SLO.Met),
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	_ = cmd.Process.Signal(os.Interrupt)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("demo --serve after SIGINT: %v\n%s", err, out.String())
 	}
 }

@@ -120,7 +120,9 @@ type telemetry struct {
 // startTelemetry prepares the scraper and binds the span receiver before the first request.
 // A bind failure is not fatal: it is warned about, recorded in the receiver's capability as
 // unavailable, and the run continues.
-func startTelemetry(ctx context.Context, tf *telemetryFlags, cfg *loadgen.Config, w *artifact.Writer, sessionID, clockDomain string, warn func(string)) (*telemetry, error) {
+//
+// also, when set, receives every span after the artifact (the exporter).
+func startTelemetry(ctx context.Context, tf *telemetryFlags, cfg *loadgen.Config, w *artifact.Writer, also func(any) error, sessionID, clockDomain string, warn func(string)) (*telemetry, error) {
 	t := &telemetry{tf: tf, drain: time.Duration(tf.spansDrain * float64(time.Second))}
 	if tf.metrics != "" {
 		s, err := tf.newScraper(cfg, sessionID, clockDomain)
@@ -136,6 +138,9 @@ func startTelemetry(ctx context.Context, tf *telemetryFlags, cfg *loadgen.Config
 			Consume: func(rec receiver.SpanRecord) {
 				if err := w.Write(rec); err != nil && t.writeErr == nil {
 					t.writeErr = err
+				}
+				if also != nil {
+					_ = also(rec)
 				}
 			},
 		})
