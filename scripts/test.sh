@@ -4,15 +4,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages the tests need (none yet beyond Go; later: prometheus for promtool).
-need_pkgs=()
-if [ ${#need_pkgs[@]} -gt 0 ]; then
-  if command -v apt-get >/dev/null 2>&1; then
-    missing=()
-    for p in "${need_pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-    if [ ${#missing[@]} -gt 0 ]; then
-      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
-    fi
+# Debian packages the tests need: prometheus (the server the integration test scrapes the
+# daemon with, and promtool for `check rules` / `test rules` / `check config`). Without them
+# those tests skip locally; under CI (CI set) they fail.
+need_pkgs=(prometheus)
+if command -v apt-get >/dev/null 2>&1; then
+  missing=()
+  for p in "${need_pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  if [ ${#missing[@]} -gt 0 ]; then
+    sudo=""
+    if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then sudo="sudo"; fi
+    echo "== apt-get install ${missing[*]}"
+    $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   fi
 fi
 
