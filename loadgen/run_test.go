@@ -615,6 +615,10 @@ func TestCacheResetAnswers(t *testing.T) {
 
 // TestFidelityAgainstGroundTruth checks that measured TTFT and e2e land within 1 ms (p99) of
 // the engine's true socket writes of the first content event and of [DONE], at 200 req/s.
+// A write's true time is an interval — from just before the engine's Write to just after
+// its Flush returned: the bytes reached the kernel inside it — and the error of a
+// measurement is its distance to that interval (0 inside). The intervals' own widths are
+// reported beside it: they are the ground truth's uncertainty.
 func TestFidelityAgainstGroundTruth(t *testing.T) {
 	if os.Getenv("INFERPROBE_FIDELITY") == "" {
 		t.Skip("timing fidelity needs the machine to itself: scripts/test.sh runs it alone, with INFERPROBE_FIDELITY=1")
@@ -652,38 +656,46 @@ func TestFidelityAgainstGroundTruth(t *testing.T) {
 		}
 		truth[g.RequestID] = g
 	}
-	var dTTFT, dE2E, signed []float64
+	var dTTFT, dE2E, signed, widths []float64
 	for _, r := range sink.requests(PhaseMeasured) {
 		if r.Status != "ok" {
 			t.Fatalf("status %s", r.Status)
 		}
 		g, ok := truth[*r.XRequestID]
-		if !ok || len(g.ChunkNs) < 3 {
+		if !ok || len(g.ChunkNs) < 3 || len(g.ChunkStartNs) != len(g.ChunkNs) {
 			t.Fatalf("no ground truth for %s", *r.XRequestID)
 		}
 		start := float64(*r.StartedAtNS)
 		firstToken := start + *r.TTFTMS*1e6
 		end := start + *r.E2ELatencyMS*1e6
-		dTTFT = append(dTTFT, abs(firstToken-float64(g.ChunkNs[1]))/1e6)
+		last := len(g.ChunkNs) - 1
+		dTTFT = append(dTTFT, outside(firstToken, g.ChunkStartNs[1], g.ChunkNs[1])/1e6)
+		dE2E = append(dE2E, outside(end, g.ChunkStartNs[last], g.ChunkNs[last])/1e6)
 		signed = append(signed, (firstToken-float64(g.ChunkNs[1]))/1e6)
-		dE2E = append(dE2E, abs(end-float64(g.ChunkNs[len(g.ChunkNs)-1]))/1e6)
+		widths = append(widths, float64(g.ChunkNs[1]-g.ChunkStartNs[1])/1e6, float64(g.ChunkNs[last]-g.ChunkStartNs[last])/1e6)
 	}
-	sort.Float64s(signed)
-	t.Logf("signed ttft diff min %.3f p1 %.3f p50 %.3f p99 %.3f max %.3f", signed[0], signed[len(signed)/100], signed[len(signed)/2], signed[len(signed)*99/100], signed[len(signed)-1])
-	sort.Float64s(dTTFT)
-	sort.Float64s(dE2E)
-	p99 := func(v []float64) float64 { return v[int(0.99*float64(len(v)-1))] }
+	for _, v := range [][]float64{dTTFT, dE2E, signed, widths} {
+		sort.Float64s(v)
+	}
 	q := func(v []float64, p float64) float64 { return v[int(p*float64(len(v)-1))] }
-	t.Logf("n=%d |TTFT - true first-token write| p50 %.3f p90 %.3f p99 %.3f ms; |e2e - true [DONE] write| p50 %.3f p90 %.3f p99 %.3f ms",
-		len(dTTFT), q(dTTFT, 0.5), q(dTTFT, 0.9), p99(dTTFT), q(dE2E, 0.5), q(dE2E, 0.9), p99(dE2E))
-	// The target is < 1 ms at p99. On the 2-core host this project is built on, with
-	// the engine co-located, p50 is ~0.2 ms but p99 is ~2 ms at 200 req/s (bursts of writes
-	// from one engine step queue behind each other on the shared cores); it is < 1 ms at
-	// 50 req/s. The test holds what this host meets — p50 < 1 ms, p99 < 5 ms — so that a
-	// regression (timestamps taken after parsing, a blocking hot path) fails it.
-	if q(dTTFT, 0.5) >= 1 || q(dE2E, 0.5) >= 1 || p99(dTTFT) >= 5 || p99(dE2E) >= 5 {
-		t.Fatalf("fidelity: ttft p50 %.3f p99 %.3f ms, e2e p50 %.3f p99 %.3f ms", q(dTTFT, 0.5), p99(dTTFT), q(dE2E, 0.5), p99(dE2E))
+	t.Logf("measured − write end: min %.3f p1 %.3f p50 %.3f p99 %.3f max %.3f ms; write intervals p50 %.3f p99 %.3f max %.3f ms",
+		signed[0], q(signed, 0.01), q(signed, 0.5), q(signed, 0.99), signed[len(signed)-1], q(widths, 0.5), q(widths, 0.99), widths[len(widths)-1])
+	t.Logf("n=%d distance to the true write: TTFT p50 %.3f p90 %.3f p99 %.3f ms; e2e ([DONE]) p50 %.3f p90 %.3f p99 %.3f ms",
+		len(dTTFT), q(dTTFT, 0.5), q(dTTFT, 0.9), q(dTTFT, 0.99), q(dE2E, 0.5), q(dE2E, 0.9), q(dE2E, 0.99))
+	if q(dTTFT, 0.99) >= 1 || q(dE2E, 0.99) >= 1 {
+		t.Fatalf("fidelity: p99 distance TTFT %.3f ms, e2e %.3f ms; want < 1 ms", q(dTTFT, 0.99), q(dE2E, 0.99))
 	}
+}
+
+// outside returns how far x lies outside [lo, hi] (0 inside), in ns.
+func outside(x float64, lo, hi int64) float64 {
+	switch {
+	case x < float64(lo):
+		return float64(lo) - x
+	case x > float64(hi):
+		return x - float64(hi)
+	}
+	return 0
 }
 
 func abs(x float64) float64 {

@@ -288,6 +288,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, q *seq, req *cha
 	prefix := chunkPrefix(q.id, q.arrivalNs/1e9, s.cfg.Model)
 	buf := make([]byte, 0, len(prefix)+256)
 	write := func(b []byte) bool {
+		t0 := nowNs()
 		if _, err := w.Write(b); err != nil {
 			return false
 		}
@@ -295,6 +296,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, q *seq, req *cha
 			return false
 		}
 		if rec != nil {
+			rec.ChunkStartNs = append(rec.ChunkStartNs, t0)
 			rec.ChunkNs = append(rec.ChunkNs, nowNs())
 		}
 		return true
@@ -414,10 +416,12 @@ func (s *Server) unary(w http.ResponseWriter, r *http.Request, q *seq, req *chat
 	w.WriteHeader(status)
 	rc := http.NewResponseController(w)
 	if fin == finTruncated {
+		t0 := nowNs()
 		_, _ = w.Write(body[:len(body)/2])
 		_ = rc.Flush()
 		if rec != nil {
 			rec.HeadersNs = ptr(nowNs())
+			rec.ChunkStartNs = append(rec.ChunkStartNs, t0)
 			rec.ChunkNs = append(rec.ChunkNs, nowNs())
 		}
 		panic(http.ErrAbortHandler)
@@ -425,8 +429,10 @@ func (s *Server) unary(w http.ResponseWriter, r *http.Request, q *seq, req *chat
 	if err := rc.Flush(); err == nil && rec != nil {
 		rec.HeadersNs = ptr(nowNs())
 	}
+	t0 := nowNs()
 	if _, err := w.Write(body); err == nil {
 		if err := rc.Flush(); err == nil && rec != nil {
+			rec.ChunkStartNs = append(rec.ChunkStartNs, t0)
 			rec.ChunkNs = append(rec.ChunkNs, nowNs())
 		}
 	}

@@ -51,6 +51,10 @@ type GroundTruth struct {
 	// SSE event: the role event, content events, the error or usage event, and
 	// data: [DONE]. For a non-streamed response, one for the body.
 	ChunkNs []int64 `json:"chunk_ns"`
+	// ChunkStartNs: for each ChunkNs, the time just before that write began. The bytes
+	// reached the kernel within [ChunkStartNs[i], ChunkNs[i]]: the width of that interval is
+	// the ground truth's own uncertainty (the engine's goroutine can be descheduled inside it).
+	ChunkStartNs []int64 `json:"chunk_start_ns"`
 	// Faults lists the injected faults that applied ("reset", "reject_429",
 	// "reject_503", "slow_headers", "stream_error", "truncate", "stall").
 	Faults []string `json:"faults"`

@@ -6,7 +6,11 @@
 //   - Every timestamp is time.Now() (wall clock with a monotonic reading), so differences
 //     between a Result's times are monotonic durations.
 //   - An event is timed when the read that completed it returned, before it is parsed:
-//     parsing cost never delays a timestamp.
+//     parsing cost never delays a timestamp. On Linux the time is the kernel's receive
+//     timestamp of the newest segment behind that read (SO_TIMESTAMPNS, via recvmsg), so the
+//     delay before a goroutine gets to read a ready connection — several streams becoming
+//     readable in one burst queue behind each other on a small host — is not measured as
+//     latency; such a time keeps a monotonic reading shifted by the same amount.
 //   - First chunk = the first SSE data event ([DONE] excluded); TTFT (FirstToken) = the first
 //     event with non-empty content or reasoning text, never a role-only chunk; FirstAnswer =
 //     the first event with non-empty (non-reasoning) content; End = [DONE], else the end of
@@ -116,9 +120,16 @@ func New(o Options) *Client {
 	if idleTimeout <= 0 {
 		idleTimeout = DefaultIdleConnTimeout
 	}
-	dial := o.DialContext
-	if dial == nil {
-		dial = (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext
+	base := o.DialContext
+	if base == nil {
+		base = (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext
+	}
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := base(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return rxTimestamps(c), nil
 	}
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
@@ -245,6 +256,26 @@ type tracer struct {
 	gotConn   atomic.Int64
 	wroteAt   atomic.Int64
 	firstByte atomic.Int64
+	conn      atomic.Value // connRef: the attempt's connection
+}
+
+// connRef holds a connection in an atomic.Value (whose stored type must never change).
+type connRef struct{ c net.Conn }
+
+// arrived returns the kernel receive time of the newest data read on the call's connection
+// when that is known (Linux, SO_TIMESTAMPNS), not before the call started and not after
+// now; otherwise now. The time is placed on the call's monotonic clock as start plus the
+// wall-clock difference, so that equal kernel timestamps give equal times.
+func (t *tracer) arrived(now time.Time) time.Time {
+	ref, _ := t.conn.Load().(connRef)
+	if ref.c == nil {
+		return now
+	}
+	rx, start := lastRx(ref.c), t.start.UnixNano()
+	if rx == 0 || rx < start || rx > now.UnixNano() {
+		return now
+	}
+	return t.start.Add(time.Duration(rx - start))
 }
 
 func (t *tracer) since() int64 { return max(int64(time.Since(t.start)), 1) }
@@ -257,6 +288,7 @@ func (t *tracer) trace() *httptrace.ClientTrace {
 			t.wrote.Store(false)
 		},
 		GotConn: func(info httptrace.GotConnInfo) {
+			t.conn.Store(connRef{info.Conn})
 			t.reused.Store(info.Reused)
 			t.gotConn.Store(t.since())
 			t.connected.Store(true)
@@ -267,7 +299,10 @@ func (t *tracer) trace() *httptrace.ClientTrace {
 				t.wrote.Store(true)
 			}
 		},
-		GotFirstResponseByte: func() { t.firstByte.Store(t.since()) },
+		GotFirstResponseByte: func() {
+			// The first byte's read has completed: its arrival time, like every event's.
+			t.firstByte.Store(max(int64(t.arrived(time.Now()).Sub(t.start)), 1))
+		},
 	}
 }
 
@@ -349,7 +384,7 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 	case code < 200 || code >= 300:
 		res.fail(Error, ErrTypeHTTPStatus, errorBodyMessage(resp))
 	default:
-		c.readAnswer(ctx, callCtx, cancel, timeout, call.Stream, resp, &res)
+		c.readAnswer(ctx, callCtx, cancel, timeout, call.Stream, resp, &res, tr.arrived)
 	}
 	if res.End.IsZero() {
 		res.End = time.Now()
@@ -394,7 +429,9 @@ func causeText(ctx context.Context) string {
 }
 
 // readAnswer reads a 2xx answer as an SSE stream or a JSON body.
-func (c *Client) readAnswer(parent, callCtx context.Context, cancel context.CancelFunc, timeout time.Duration, stream bool, resp *http.Response, r *Result) {
+//
+// arrived maps a read's time.Now() to the data's arrival time (tracer.arrived).
+func (c *Client) readAnswer(parent, callCtx context.Context, cancel context.CancelFunc, timeout time.Duration, stream bool, resp *http.Response, r *Result, arrived func(time.Time) time.Time) {
 	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
 		r.fail(Error, ErrTypeEncoding, "the server sent a "+boundMessage(ce)+"-encoded body although none was asked for")
 		return
@@ -407,6 +444,7 @@ func (c *Client) readAnswer(parent, callCtx context.Context, cancel context.Canc
 	}
 	s := c.getStream()
 	defer c.putStream(s)
+	s.arrived = arrived
 	onReadErr := func(err error) {
 		switch {
 		case parent.Err() != nil:
@@ -433,7 +471,8 @@ type stream struct {
 	w       wireChunk
 	text    []byte
 	res     *Result
-	stopped bool // [DONE] or a failure: later events are ignored
+	arrived func(time.Time) time.Time // nil: time.Now() as read
+	stopped bool                      // [DONE] or a failure: later events are ignored
 	failed  bool
 	// comments is the parser's comment count when the stream stopped (used once stopped):
 	// comments after [DONE] or a failure are not counted, however the reads were cut.
@@ -457,7 +496,7 @@ func (c *Client) putStream(s *stream) {
 		s.body = nil
 	}
 	s.text, s.body = s.text[:0], s.body[:0]
-	s.res, s.stopped, s.failed = nil, false, false
+	s.res, s.stopped, s.failed, s.arrived = nil, false, false, nil
 	c.states.Put(s)
 }
 
@@ -471,6 +510,9 @@ func (s *stream) readStream(callCtx context.Context, body io.Reader, r *Result, 
 		n, err := body.Read(s.buf)
 		if n > 0 {
 			now := time.Now()
+			if s.arrived != nil {
+				now = s.arrived(now)
+			}
 			if !s.stopped {
 				perr := s.parser.Feed(s.buf[:n], func(e sse.Event) { s.event(e, now) })
 				if perr != nil && !s.stopped {

@@ -1,0 +1,121 @@
+//go:build linux
+
+package client
+
+import (
+	"encoding/binary"
+	"io"
+	"net"
+	"os"
+	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// rxConn is a TCP connection read with recvmsg(2) and SO_TIMESTAMPNS, so that every read
+// also yields the kernel's receive timestamp of the newest segment it consumed (for TCP,
+// Linux reports the timestamp of the last skb read; coalesced segments carry the newer
+// one). The timestamp is when the data reached this host's network stack — before any
+// scheduling delay of the goroutine that reads it — so a burst of streams becoming readable
+// at once no longer queues their timestamps behind one another.
+type rxConn struct {
+	net.Conn
+	raw  syscall.RawConn
+	oob  []byte       // one reader at a time (net/http reads a connection from one goroutine)
+	last atomic.Int64 // Unix ns of the newest segment of the latest read; 0 unknown
+}
+
+// rxTimestamps wraps a *net.TCPConn whose socket accepts SO_TIMESTAMPNS; any other conn, or
+// a socket that refuses the option, is returned unchanged (timestamps then come from
+// time.Now()).
+func rxTimestamps(c net.Conn) net.Conn {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return c
+	}
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return c
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
+	}); err != nil || serr != nil {
+		return c
+	}
+	return &rxConn{Conn: tc, raw: raw, oob: make([]byte, unix.CmsgSpace(16))}
+}
+
+// Read reads like (*net.TCPConn).Read: io.EOF at the end, *net.OpError on failure.
+func (c *rxConn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	var n, oobn int
+	var rerr error
+	err := c.raw.Read(func(fd uintptr) bool {
+		for {
+			n, oobn, _, _, rerr = unix.Recvmsg(int(fd), p, c.oob, 0)
+			if rerr != unix.EINTR {
+				return rerr != unix.EAGAIN
+			}
+		}
+	})
+	if err == nil && rerr != nil {
+		err = os.NewSyscallError("recvmsg", rerr)
+	}
+	if err != nil {
+		if oe, ok := err.(*net.OpError); ok {
+			err = oe.Err // raw-read's own wrapping: re-wrap as a read
+		}
+		return 0, &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+	}
+	if n <= 0 {
+		return 0, io.EOF
+	}
+	if ns := rxStamp(c.oob[:oobn]); ns > 0 {
+		c.last.Store(ns)
+	}
+	return n, nil
+}
+
+// rxStamp returns the SCM_TIMESTAMPNS timestamp (Unix ns) among the control messages in oob,
+// or 0.
+func rxStamp(oob []byte) int64 {
+	hdr := unix.CmsgLen(0)
+	for len(oob) >= hdr {
+		h := (*unix.Cmsghdr)(unsafePointer(&oob[0]))
+		l := int(h.Len)
+		if l < hdr || l > len(oob) {
+			return 0
+		}
+		if h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS && l-hdr >= 16 {
+			d := oob[hdr:l]
+			sec := int64(binary.NativeEndian.Uint64(d[0:8]))
+			nsec := int64(binary.NativeEndian.Uint64(d[8:16]))
+			if sec <= 0 || sec > 1e10 || nsec < 0 || nsec >= 1e9 { // 1e10 s: year 2286
+				return 0
+			}
+			return sec*1e9 + nsec
+		}
+		step := unix.CmsgSpace(l - hdr)
+		if step <= 0 || step > len(oob) {
+			return 0
+		}
+		oob = oob[step:]
+	}
+	return 0
+}
+
+// lastRx returns the kernel receive time (Unix ns) of the newest data read on the
+// connection behind c (unwrapping TLS), or 0.
+func lastRx(c net.Conn) int64 {
+	if tc, ok := c.(interface{ NetConn() net.Conn }); ok {
+		c = tc.NetConn()
+	}
+	if rc, ok := c.(*rxConn); ok {
+		return rc.last.Load()
+	}
+	return 0
+}
