@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 )
 
 // NewSessionID returns a random (version 4) UUID in its 36-character text
@@ -91,4 +92,19 @@ func RedactURL(raw string) string {
 	}
 	u.ForceQuery = false
 	return u.String()
+}
+
+// ClosingSession is a profile run's last line: the infer.session record with the final
+// status (StatusCompleted, StatusInterrupted or StatusIncomplete), its summary — producer
+// ProducerProfile, host, this process's pid, start and end (Unix ns, and the duration in
+// seconds), the infer.request records written — and errText (nil unless incomplete).
+func ClosingSession(sessionID string, host Host, started, ended time.Time, status string, requests int64, errText *string) *Session {
+	return &Session{
+		SessionID: sessionID, TimestampNS: ended.UnixNano(), Status: status,
+		Summary: &SessionSummary{
+			SessionID: sessionID, Source: ProducerProfile, Host: host.Name, PID: int64(os.Getpid()),
+			StartedAtNS: started.UnixNano(), EndedAtNS: ended.UnixNano(), DurationSeconds: ended.Sub(started).Seconds(),
+			Status: status, RequestsRecorded: requests, Error: errText,
+		},
+	}
 }

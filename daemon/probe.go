@@ -280,14 +280,7 @@ func (l *probeLoop) execute() RunResult {
 		status, errText = artifact.StatusIncomplete, artifact.Ptr(err.Error())
 	}
 	ended := time.Now()
-	last := &artifact.Session{
-		SessionID: sessionID, TimestampNS: ended.UnixNano(), Status: status,
-		Summary: &artifact.SessionSummary{
-			SessionID: sessionID, Source: artifact.ProducerProfile, Host: host.Name, PID: int64(os.Getpid()),
-			StartedAtNS: started.UnixNano(), EndedAtNS: ended.UnixNano(), DurationSeconds: ended.Sub(started).Seconds(),
-			Status: status, RequestsRecorded: sink.requests.Load(), Error: errText,
-		},
-	}
+	last := artifact.ClosingSession(sessionID, host, started, ended, status, sink.requests.Load(), errText)
 	errs = append(errs, w.Write(last), w.Close())
 	res.Outcome = status
 	if runErr != nil && !stopped {

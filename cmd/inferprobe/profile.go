@@ -504,14 +504,7 @@ func runProfile(ctx context.Context, stdout, stderr io.Writer, o profileOpts, re
 		errText = artifact.Ptr(runErr.Error())
 	}
 	ended := time.Now()
-	last := &artifact.Session{
-		SessionID: sessionID, TimestampNS: ended.UnixNano(), Status: status,
-		Summary: &artifact.SessionSummary{
-			SessionID: sessionID, Source: artifact.ProducerProfile, Host: host.Name, PID: int64(os.Getpid()),
-			StartedAtNS: started.UnixNano(), EndedAtNS: ended.UnixNano(), DurationSeconds: ended.Sub(started).Seconds(),
-			Status: status, RequestsRecorded: sink.n.Load(), Error: errText,
-		},
-	}
+	last := artifact.ClosingSession(sessionID, host, started, ended, status, sink.n.Load(), errText)
 	if err := w.Write(last); err != nil && runErr == nil {
 		runErr = err
 	}
