@@ -302,29 +302,36 @@ func (e *Exporter) ScrapeResult(target string, up bool, d time.Duration) {
 // SpanUnrouted counts a delivered span that matched no probe run.
 func (e *Exporter) SpanUnrouted() { e.spansUnrouted.Inc() }
 
-// exemplar returns the exemplar labels of a request: trace_id and request_id (the
-// X-Request-Id), in that order of preference, leaving out a value that is not valid UTF-8 or
-// that would take the labels past Prometheus's 128-rune exemplar limit (either would
-// otherwise panic the observation). nil when neither fits.
-func exemplar(xrid, traceID *string) prometheus.Labels {
+// exemplar returns the exemplar labels of a request: trace_id, then request_id — the first
+// of ids that fits (the X-Request-Id sent, else the artifact's own request_id, which is
+// unique within the run). A value that is not valid UTF-8 or would take the labels past
+// Prometheus's 128-rune exemplar limit is left out (either would otherwise panic the
+// observation): a UUID run id makes inferprobe's X-Request-Id about 80 characters, which
+// does not fit beside a trace id. nil when nothing fits.
+func exemplar(traceID *string, ids ...*string) prometheus.Labels {
 	var l prometheus.Labels
 	n := 0
-	add := func(name string, v *string) {
+	add := func(name string, v *string) bool {
 		if v == nil || *v == "" || !utf8.ValidString(*v) {
-			return
+			return false
 		}
 		r := utf8.RuneCountInString(name) + utf8.RuneCountInString(*v)
 		if n+r > prometheus.ExemplarMaxRunes {
-			return
+			return false
 		}
 		if l == nil {
 			l = prometheus.Labels{}
 		}
 		l[name] = *v
 		n += r
+		return true
 	}
 	add("trace_id", traceID)
-	add("request_id", xrid)
+	for _, id := range ids {
+		if add("request_id", id) {
+			break
+		}
+	}
 	return l
 }
 

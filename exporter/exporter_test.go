@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -275,7 +276,13 @@ func TestExemplarLabels(t *testing.T) {
 		{"invalid utf-8", p("ab\xff"), &tr, map[string]string{"trace_id": tr}},
 		{"long trace", p("x1"), p(strings.Repeat("t", 125)), map[string]string{"request_id": "x1"}},
 	} {
-		got := exemplar(c.xrid, c.trace)
+		if c.name == "long request id" {
+			// The artifact's request_id stands in when the X-Request-Id does not fit.
+			if got := exemplar(&tr, c.xrid, p("c1_in8_out8_measured_0_3")); got["request_id"] != "c1_in8_out8_measured_0_3" || got["trace_id"] != tr {
+				t.Errorf("fallback: %v", got)
+			}
+		}
+		got := exemplar(c.trace, c.xrid)
 		if len(got) != len(c.want) {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 			continue
@@ -373,8 +380,11 @@ func TestHandlerExemplars(t *testing.T) {
 		if len(ex) != 1 {
 			t.Fatalf("%s: %d exemplars", c, len(ex))
 		}
-		if strings.Contains(ex[0], "request_id") || !strings.Contains(ex[0], `trace_id="`+traceOf(c, artifact.PhaseMeasured, map[string]int{"caseLong": 4, "caseBad": 5}[c])+`"`) {
-			t.Errorf("%s exemplar %q: want trace_id only", c, ex[0])
+		// The X-Request-Id does not fit (too long) or is not UTF-8: the artifact's request_id
+		// stands in for it.
+		i := map[string]int{"caseLong": 4, "caseBad": 5}[c]
+		if !strings.Contains(ex[0], fmt.Sprintf(`request_id="%s_measured_0_%d"`, c, i)) || !strings.Contains(ex[0], `trace_id="`+traceOf(c, artifact.PhaseMeasured, i)+`"`) {
+			t.Errorf("%s exemplar %q: want the trace id and the artifact's request_id", c, ex[0])
 		}
 	}
 	if !strings.HasSuffix(strings.TrimSpace(text), "# EOF") {

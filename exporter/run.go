@@ -65,9 +65,10 @@ type pendingSpan struct {
 }
 
 type requestRef struct {
-	caseID  string
-	traceID *string
-	warmup  bool // a warmup request: its span is consumed, never observed
+	caseID    string
+	requestID string // the artifact's request_id (exemplar fallback)
+	traceID   *string
+	warmup    bool // a warmup request: its span is consumed, never observed
 }
 
 // StartRun marks the probe running and returns the sink of its new run. Runs of one probe
@@ -147,7 +148,7 @@ func (r *Run) request(rec *artifact.Request) {
 	e, l := r.e, r.l
 	caseID := labelValue(rec.CaseID)
 	e.requests.WithLabelValues(l.values(caseID, labelValue(rec.Status))...).Inc()
-	ex := exemplar(rec.XRequestID, rec.TraceID)
+	ex := exemplar(rec.TraceID, rec.XRequestID, &rec.RequestID)
 	ar := analyze.RequestFromRecord(rec)
 	if rec.Status == artifact.RequestOK {
 		for _, k := range []string{KeyTTFT, KeyTTFTFromIntended, KeyE2E, KeyE2EFromIntended, KeyTPOT} {
@@ -185,7 +186,7 @@ func (r *Run) request(rec *artifact.Request) {
 		return
 	}
 	x := *rec.XRequestID
-	r.byXRID[x] = requestRef{caseID: caseID, traceID: rec.TraceID}
+	r.byXRID[x] = requestRef{caseID: caseID, requestID: rec.RequestID, traceID: rec.TraceID}
 	if rec.TraceID != nil && *rec.TraceID != "" {
 		r.byTrace[*rec.TraceID] = x
 	}
@@ -280,7 +281,7 @@ func (r *Run) joinLocked(s *receiver.SpanRecord) bool {
 		return true
 	}
 	r.spanned[x] = true
-	ex := exemplar(&x, ref.traceID)
+	ex := exemplar(ref.traceID, &x, &ref.requestID)
 	for _, m := range []struct{ key, attr string }{
 		{KeyServerQueue, spanattr.AttrTimeInQueue}, {KeyServerPrefill, spanattr.AttrTimeInModelPrefill},
 		{KeyServerDecode, spanattr.AttrTimeInModelDecode}, {KeyServerTTFT, spanattr.AttrTimeToFirstToken},

@@ -168,7 +168,8 @@ scrape_configs:
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, promBin, "--config.file="+filepath.Join(pdir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(pdir, "data"), "--web.listen-address="+promAddr, "--log.level=warn")
+		"--storage.tsdb.path="+filepath.Join(pdir, "data"), "--web.listen-address="+promAddr, "--log.level=warn",
+		"--enable-feature=exemplar-storage")
 	var plog safeBuffer
 	cmd.Stdout, cmd.Stderr = &plog, &plog
 	if err := cmd.Start(); err != nil {
@@ -261,11 +262,15 @@ probes:
 	if err != nil {
 		t.Fatal(err)
 	}
+	traceOf := map[string]string{} // request_id → trace id of measured requests
 	ok, ttftWithin, ttftN := 0, 0, 0
 	ttftSum := 0.0
 	for _, r := range a.Requests {
 		if r.Phase != artifact.PhaseMeasured || r.Status != artifact.RequestOK {
 			continue
+		}
+		if r.TraceID != nil {
+			traceOf[r.RequestID] = *r.TraceID
 		}
 		ok++
 		if r.TTFTMS != nil {
@@ -323,6 +328,38 @@ probes:
 	}
 	if got := one(t, base, `inferprobe_ttft_seconds_sum{`+sel+`}`); math.Abs(got-ttftSum) > 1e-9*ttftSum {
 		t.Errorf("ttft sum %v, want %v", got, ttftSum)
+	}
+	// Exemplars reach Prometheus (OpenMetrics scrape, exemplar storage): each names a measured
+	// request of the artifact — by its request_id, as a UUID run id makes the X-Request-Id too
+	// long to fit beside a trace id — with that request's trace id.
+	resp, err := http.Get(base + "/api/v1/query_exemplars?query=" + url.QueryEscape(`inferprobe_ttft_seconds_bucket{probe="steady"}`) +
+		fmt.Sprintf("&start=%d&end=%d", time.Now().Add(-10*time.Minute).Unix(), time.Now().Unix()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ex struct {
+		Data []struct {
+			Exemplars []struct {
+				Labels map[string]string `json:"labels"`
+			} `json:"exemplars"`
+		} `json:"data"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&ex)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nEx := 0
+	for _, series := range ex.Data {
+		for _, e := range series.Exemplars {
+			nEx++
+			if tid, known := traceOf[e.Labels["request_id"]]; !known || tid != e.Labels["trace_id"] {
+				t.Errorf("exemplar %v names no measured request of the artifact with that trace id", e.Labels)
+			}
+		}
+	}
+	if nEx == 0 {
+		t.Error("Prometheus stored no exemplar of inferprobe_ttft_seconds")
 	}
 	// Recording rule: errors / judged requests over the window, which the run's counters
 	// fill from 0 to their final values: missed / (met + missed).
