@@ -167,10 +167,12 @@ type SLO struct {
 
 // Probe is a validated probe.
 type Probe struct {
-	Name       string
-	Target     *Target
-	SLO        *SLO // nil without one
-	Every      time.Duration
+	Name   string
+	Target *Target
+	SLO    *SLO // nil without one
+	Every  time.Duration
+	// Continuous starts each run when the previous one ends; after a run that could not
+	// start or had no successful request, the next waits 1 s, doubling up to 1 min.
 	Continuous bool
 	SpansDrain time.Duration
 	Workload   *loadgen.Config
@@ -199,6 +201,13 @@ func cfgErr(key, format string, args ...any) error {
 }
 
 var nameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// sloNameRe is analyze's rule for a policy name (stormlog.infer.slo v1 "name"): an SLO's name
+// becomes the name of the policy recorded in every run's infer.slo record, which analysis
+// (the daemon's own, and `inferprobe analyze`) parses again and refuses otherwise.
+var sloNameRe = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+
+var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // reservedWorkload are profile flags a probe's workload may not set: the daemon sets them
 // from the target, the probe and its own listeners.
@@ -270,6 +279,17 @@ func Parse(data []byte, parse WorkloadParser) (*Config, error) {
 		return nil, err
 	}
 	if c.WebConfigFile != "" {
+		// web.Validate reads the whole file: refuse what is not a regular file of a sane size
+		// (a FIFO or /dev/zero would block or exhaust memory) before it does.
+		fi, err := os.Stat(c.WebConfigFile)
+		switch {
+		case err != nil:
+			return nil, cfgErr("web_config_file", "%v", err)
+		case !fi.Mode().IsRegular():
+			return nil, cfgErr("web_config_file", "%s is not a regular file", c.WebConfigFile)
+		case fi.Size() > MaxConfigBytes:
+			return nil, cfgErr("web_config_file", "%s is larger than %d bytes", c.WebConfigFile, MaxConfigBytes)
+		}
 		if err := web.Validate(c.WebConfigFile); err != nil {
 			return nil, cfgErr("web_config_file", "%v", err)
 		}
@@ -355,8 +375,8 @@ func checkAddr(key, addr string, optional bool) error {
 }
 
 func loadSLO(key string, s SLOFile) (*SLO, error) {
-	if !nameRe.MatchString(s.Name) {
-		return nil, cfgErr(key+".name", "want 1-64 letters, digits, '_', '.', '-', not %q", s.Name)
+	if !sloNameRe.MatchString(s.Name) {
+		return nil, cfgErr(key+".name", "want a lowercase letter, then up to 63 lowercase letters, digits or '_' (an SLO policy name), not %q", s.Name)
 	}
 	out := &SLO{Name: s.Name}
 	var err error
@@ -420,7 +440,7 @@ func loadTarget(key string, t TargetFile) (*Target, error) {
 		}
 	}
 	if t.APIKeyEnv != "" {
-		if !regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`).MatchString(t.APIKeyEnv) {
+		if !envNameRe.MatchString(t.APIKeyEnv) {
 			return nil, cfgErr(key+".api_key_env", "%q is not an environment variable name", t.APIKeyEnv)
 		}
 		v, ok := os.LookupEnv(t.APIKeyEnv)
@@ -503,17 +523,26 @@ func loadProbe(key string, p ProbeFile, targets map[string]*Target, slos map[str
 	}
 	cfg, tok, tokName, err := parse(all)
 	if err != nil {
-		return nil, cfgErr(key+".workload", "%s", strings.TrimPrefix(err.Error(), "config: "))
+		msg := strings.TrimPrefix(err.Error(), "config: ")
+		if tg.apiKey != "" {
+			// The parser sees the key as a flag; its message must not carry it on.
+			msg = strings.ReplaceAll(msg, tg.apiKey, "<redacted>")
+		}
+		return nil, cfgErr(key+".workload", "%s", msg)
 	}
 	if pr.Continuous && cfg.Duration == 0 && cfg.Requests <= 1 && len(cfg.Trace) == 0 {
 		return nil, cfgErr(key+".workload", "a continuous probe needs duration or requests (> 1) per run")
 	}
+	// The key is the target's api_key_env or none: never profile's $OPENAI_API_KEY fallback,
+	// which would send a key the configuration does not name.
+	cfg.APIKey = tg.apiKey
 	pr.Workload, pr.Tokenizer, pr.TokName = cfg, tok, tokName
 	pr.key = strings.Join(all, "\x1f") + fmt.Sprintf("\x1f%v\x1f%v\x1f%v", pr.Every, pr.Continuous, pr.SpansDrain)
 	if pr.SLO != nil {
 		pr.key += "\x1f" + pr.SLO.Policy.Digest() + fmt.Sprint(pr.SLO.Objective)
 	}
-	pr.key += "\x1f" + tg.MetricsURL + tg.ScrapeInterval.String()
+	// The target's name is a label of every series of the probe: renaming it restarts the probe.
+	pr.key += "\x1f" + tg.Name + "\x1f" + tg.MetricsURL + tg.ScrapeInterval.String()
 	return pr, nil
 }
 

@@ -130,11 +130,6 @@ func (d *Daemon) Start(ctx context.Context) error {
 		fmt.Fprintf(w, "<html><head><title>inferprobe</title></head><body><h1>inferprobe serve</h1><p><a href=\"/metrics\">Metrics</a></p></body></html>\n")
 	})
 	d.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := web.Serve(ln, d.metrics, flags, d.log); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			d.serveErr <- fmt.Errorf("/metrics server: %w", err)
-		}
-	}()
 
 	if cfg.HTTPListen != "" || cfg.GRPCListen != "" {
 		d.recv = receiver.New(receiver.Options{Consume: d.consumeSpan, Logger: d.log})
@@ -156,6 +151,12 @@ func (d *Daemon) Start(ctx context.Context) error {
 			}
 		}
 	}
+	// /metrics is served only now: its receiver collector reads d.recv, set above.
+	go func() {
+		if err := web.Serve(ln, d.metrics, flags, d.log); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.serveErr <- fmt.Errorf("/metrics server: %w", err)
+		}
+	}()
 	d.reloadOK.Store(true)
 	d.lastReload.Store(time.Now().UnixNano())
 	d.mu.Lock()
@@ -202,6 +203,7 @@ func (d *Daemon) Config() *Config {
 
 // Reload reads the configuration file again. A file that does not load keeps the running
 // configuration (the error says why, and inferprobe_config_last_reload_successful becomes 0).
+// Once Shutdown has begun, Reload changes nothing and returns an error.
 // Otherwise probes whose definition changed or disappeared stop gracefully (their running run
 // drains and closes as interrupted), new and changed probes start, and unchanged probes go on
 // untouched. Listener and web-config changes need a restart (logged). When the SLO
@@ -214,6 +216,9 @@ func (d *Daemon) Reload() error {
 	if path == "" {
 		return errors.New("reload: the configuration was not read from a file")
 	}
+	if d.stopping.Load() {
+		return errReloadStopping
+	}
 	cfg, err := Load(path, d.opts.Parse)
 	if err != nil {
 		d.reloadOK.Store(false)
@@ -224,6 +229,10 @@ func (d *Daemon) Reload() error {
 	d.lastReload.Store(time.Now().UnixNano())
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.stopping.Load() {
+		// Shutdown has stopped the loops (under d.mu): none may start again.
+		return errReloadStopping
+	}
 	old := d.cfg
 	if cfg.Listen != old.Listen || cfg.HTTPListen != old.HTTPListen || cfg.GRPCListen != old.GRPCListen || cfg.WebConfigFile != old.WebConfigFile {
 		d.log.Warn("listen addresses and web_config_file take effect after a restart")
@@ -234,6 +243,8 @@ func (d *Daemon) Reload() error {
 	d.log.Info("configuration reloaded", "probes", len(cfg.Probes), "targets", len(cfg.Targets))
 	return nil
 }
+
+var errReloadStopping = errors.New("reload: the daemon is stopping")
 
 // apply starts and stops loops so that cfg runs (old: the previous config, nil at start).
 // d.mu is held.
@@ -261,13 +272,17 @@ func (d *Daemon) apply(cfg, old *Config) {
 			l.stop()
 			delete(d.loops, name)
 			exp.ForgetProbe(l.labels())
+		} else {
+			// An unchanged probe keeps running, under the new artifact settings.
+			l.cfg.Store(cfg)
 		}
 	}
 	for _, p := range cfg.Probes {
 		if d.loops[p.Name] != nil {
 			continue
 		}
-		l := &probeLoop{d: d, p: p, cfg: cfg, exp: exp, wake: make(chan struct{}), done: make(chan struct{})}
+		l := &probeLoop{d: d, p: p, exp: exp, wake: make(chan struct{}), done: make(chan struct{})}
+		l.cfg.Store(cfg)
 		interval := p.Every
 		if p.Continuous {
 			interval = p.runLength()
@@ -328,6 +343,9 @@ func (d *Daemon) apply(cfg, old *Config) {
 // once everything has closed.
 func (d *Daemon) Shutdown(ctx context.Context) error {
 	d.stopping.Store(true)
+	if d.runCancel == nil {
+		return nil // never started
+	}
 	d.mu.Lock()
 	for _, l := range d.loops {
 		l.stop()
@@ -371,6 +389,11 @@ type route struct {
 	write     func(any) error
 	sink      *exporter.Run
 	traces    sync.Map // trace id → struct{}
+
+	// mu is held (read) while a span is written; closed is set by removeRoute under it, so
+	// that no span reaches the run after its route is gone (after its final session record).
+	mu     sync.RWMutex
+	closed bool
 }
 
 func (d *Daemon) addRoute(r *route) {
@@ -379,10 +402,14 @@ func (d *Daemon) addRoute(r *route) {
 	d.mu.Unlock()
 }
 
-func (d *Daemon) removeRoute(runID string) {
+// removeRoute stops routing spans to r; it returns once no span is being written to it.
+func (d *Daemon) removeRoute(r *route) {
 	d.mu.Lock()
-	delete(d.routes, runID)
+	delete(d.routes, r.runID)
 	d.mu.Unlock()
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
 }
 
 // consumeSpan routes a delivered span to the run whose X-Request-Id (any of vLLM's forms of
@@ -413,6 +440,13 @@ func (d *Daemon) consumeSpan(rec receiver.SpanRecord) {
 		}
 	}
 	d.mu.Unlock()
+	if target != nil {
+		target.mu.RLock()
+		defer target.mu.RUnlock()
+		if target.closed {
+			target = nil // removed meanwhile
+		}
+	}
 	if target == nil {
 		d.exp.Load().SpanUnrouted()
 		return

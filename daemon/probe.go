@@ -39,11 +39,21 @@ func (p *Probe) runLength() time.Duration {
 	return max(time.Duration(len(cases))*per, time.Second)
 }
 
+// Backoff of a continuous probe whose run could not start or had no successful request
+// (target down, artifacts not writable): the next run waits, doubling from the first to
+// the last delay, instead of starting at once in a tight loop.
+const (
+	continuousBackoffMin = time.Second
+	continuousBackoffMax = time.Minute
+)
+
 // probeLoop runs one probe on its schedule until stopped.
 type probeLoop struct {
-	d    *Daemon
-	p    *Probe
-	cfg  *Config
+	d *Daemon
+	p *Probe
+	// cfg is the configuration in force (artifact directory and retention): a reload that
+	// leaves the probe unchanged replaces it.
+	cfg  atomic.Pointer[Config]
 	exp  *exporter.Exporter
 	once sync.Once
 	wake chan struct{} // closed by stop
@@ -71,36 +81,54 @@ func (l *probeLoop) stop() {
 	})
 }
 
+// sleep waits d, or until the loop is stopped (false).
+func (l *probeLoop) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-l.wake:
+		return false
+	}
+}
+
 func (l *probeLoop) run() {
 	defer l.d.wg.Done()
 	defer close(l.done)
 	next := time.Now()
+	var backoff time.Duration
 	for {
+		wait := backoff
 		if !l.p.Continuous {
-			t := time.NewTimer(time.Until(next))
-			select {
-			case <-t.C:
-			case <-l.wake:
-				t.Stop()
-				return
-			}
+			wait = time.Until(next)
+		}
+		if !l.sleep(max(wait, 0)) {
+			return
 		}
 		select {
 		case <-l.wake:
 			return
 		default:
 		}
-		l.runOne()
-		if !l.p.Continuous {
-			next = next.Add(l.p.Every)
-			if now := time.Now(); !next.After(now) {
-				skipped := 0
-				for !next.After(now) {
-					next = next.Add(l.p.Every)
-					skipped++
-				}
-				l.d.log.Warn("a probe run lasted longer than its interval; runs were skipped", "probe", l.p.Name, "skipped", skipped)
+		healthy := l.runOne()
+		if l.p.Continuous {
+			if healthy {
+				backoff = 0
+			} else {
+				backoff = min(max(2*backoff, continuousBackoffMin), continuousBackoffMax)
+				l.d.log.Warn("a continuous probe run failed or had no successful request; the next run waits", "probe", l.p.Name, "wait", backoff)
 			}
+			continue
+		}
+		next = next.Add(l.p.Every)
+		if now := time.Now(); !next.After(now) {
+			skipped := 0
+			for !next.After(now) {
+				next = next.Add(l.p.Every)
+				skipped++
+			}
+			l.d.log.Warn("a probe run lasted longer than its interval; runs were skipped", "probe", l.p.Name, "skipped", skipped)
 		}
 	}
 }
@@ -112,12 +140,16 @@ type fanout struct {
 	run      *exporter.Run
 	rt       *route
 	requests atomic.Int64
+	ok       atomic.Int64 // requests with status ok
 }
 
 func (f *fanout) Write(rec any) error {
 	err := f.w.Write(rec)
 	if r, ok := rec.(*artifact.Request); ok && err == nil {
 		f.requests.Add(1)
+		if r.Status == artifact.RequestOK {
+			f.ok.Add(1)
+		}
 		if r.TraceID != nil {
 			f.rt.traces.Store(*r.TraceID, struct{}{})
 		}
@@ -126,36 +158,41 @@ func (f *fanout) Write(rec any) error {
 	return err
 }
 
-// runOne runs the probe once: one artifact, written like `inferprobe profile` writes it.
-func (l *probeLoop) runOne() {
+// runOne runs the probe once: one artifact, written like `inferprobe profile` writes it. It
+// reports whether the run started and had a successful request.
+func (l *probeLoop) runOne() bool {
 	d, p := l.d, l.p
-	res := l.execute()
+	cfg := l.cfg.Load()
+	res, ok := l.execute(cfg)
 	if res.Err != nil {
 		d.log.Warn("probe run ended with an error", "probe", p.Name, "run_id", res.RunID, "outcome", res.Outcome, "err", res.Err)
 	} else {
 		d.log.Info("probe run finished", "probe", p.Name, "run_id", res.RunID, "outcome", res.Outcome, "artifact", res.Path)
 	}
-	if err := retain(filepath.Join(l.cfg.ArtifactDir, p.Name), l.cfg.Keep, l.cfg.MaxAge, time.Now()); err != nil {
+	if err := retain(filepath.Join(cfg.ArtifactDir, p.Name), cfg.Keep, cfg.MaxAge, time.Now()); err != nil {
 		d.log.Warn("artifact retention", "probe", p.Name, "err", err)
 	}
 	if d.opts.OnRunEnd != nil {
 		d.opts.OnRunEnd(res)
 	}
+	return res.Outcome != exporter.RunFailed && ok > 0
 }
 
-func (l *probeLoop) execute() RunResult {
+// execute runs the probe once under the artifact settings of dcfg; it returns the run and
+// its number of successful requests.
+func (l *probeLoop) execute(dcfg *Config) (RunResult, int64) {
 	d, p, exp := l.d, l.p, l.exp
 	labels := l.labels()
 	cfg := *p.Workload
 	cfg.RunID = uuid.NewString()
 	res := RunResult{Probe: p.Name, RunID: cfg.RunID}
 	started := time.Now()
-	path := filepath.Join(l.cfg.ArtifactDir, p.Name, started.UTC().Format("20060102T150405.000Z")+"-"+cfg.RunID[:8]+".jsonl")
+	path := filepath.Join(dcfg.ArtifactDir, p.Name, started.UTC().Format("20060102T150405.000Z")+"-"+cfg.RunID[:8]+".jsonl")
 	w, err := artifact.NewWriter(path)
 	if err != nil {
 		exp.StartRun(labels).Finish(exporter.RunFailed, time.Now(), nil)
 		res.Outcome, res.Err = exporter.RunFailed, err
-		return res
+		return res, 0
 	}
 	res.Path = path
 	warn := func(msg string) { d.log.Warn(msg, "probe", p.Name, "run_id", cfg.RunID) }
@@ -181,11 +218,11 @@ func (l *probeLoop) execute() RunResult {
 			"http_listen": d.OTLPHTTPAddr(), "grpc_listen": d.OTLPGRPCAddr(), "drain_seconds": p.SpansDrain.Seconds(),
 		})
 	}
-	fail := func(err error) RunResult {
+	fail := func(err error) (RunResult, int64) {
 		_ = w.Close()
 		exp.StartRun(labels).Finish(exporter.RunFailed, time.Now(), nil)
 		res.Outcome, res.Err = exporter.RunFailed, err
-		return res
+		return res, 0
 	}
 	workload, err := cfg.WorkloadRecord(sessionID, p.Tokenizer)
 	if err != nil {
@@ -262,10 +299,10 @@ func (l *probeLoop) execute() RunResult {
 				t.Stop()
 			}
 		}
-		d.removeRoute(cfg.RunID)
+		d.removeRoute(rt)
 		errs = append(errs, w.Write(d.recv.Capabilities(header.Context)))
 	} else {
-		d.removeRoute(cfg.RunID)
+		d.removeRoute(rt)
 	}
 	status := artifact.StatusCompleted
 	var errText *string
@@ -297,7 +334,7 @@ func (l *probeLoop) execute() RunResult {
 	}
 	res.Report = rep
 	run.Finish(status, ended, rep)
-	return res
+	return res, sink.ok.Load()
 }
 
 // retain removes a probe's oldest artifacts beyond keep (0: no limit) and those last

@@ -1,0 +1,314 @@
+package daemon
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/inferprobe/inferprobe/loadgen"
+	"github.com/inferprobe/inferprobe/loadgen/prompt"
+	"github.com/inferprobe/inferprobe/loadgen/schedule"
+	"github.com/inferprobe/inferprobe/sim"
+)
+
+var (
+	tokOnce sync.Once
+	tok     prompt.Tokenizer
+	tokErr  error
+)
+
+func testTokenizer() (prompt.Tokenizer, error) {
+	tokOnce.Do(func() { tok, tokErr = prompt.TiktokenCounter("cl100k_base") })
+	return tok, tokErr
+}
+
+// intList and floatList are comma-separated list flags (profile's list flags take "2,4").
+type intList []int
+
+func (l *intList) String() string { return fmt.Sprint(*l) }
+func (l *intList) Set(s string) error {
+	*l = nil
+	for _, p := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil {
+			return fmt.Errorf("%q is not an integer", p)
+		}
+		*l = append(*l, n)
+	}
+	return nil
+}
+
+type floatList []float64
+
+func (l *floatList) String() string { return fmt.Sprint(*l) }
+func (l *floatList) Set(s string) error {
+	*l = nil
+	for _, p := range strings.Split(s, ",") {
+		f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a number", p)
+		}
+		*l = append(*l, f)
+	}
+	return nil
+}
+
+// testParser is a small stand-in for cmd/inferprobe's profile flag parser: a few of profile's
+// flags, with its defaults (streaming with usage, 10 s timeout, a new run id) and
+// loadgen.Config.Validate; unknown flags are errors. Requests ignore_eos so that the sim
+// produces exactly --output-tokens.
+func testParser(args []string) (*loadgen.Config, prompt.Tokenizer, string, error) {
+	fs := flag.NewFlagSet("workload", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var (
+		endpoint, model, apiKey, arrival string
+		conc, in, out                    intList
+		rates                            floatList
+		requests, warmup                 int
+		seed                             int64
+		duration, timeout, drainTimeout  float64
+	)
+	fs.StringVar(&endpoint, "endpoint", "", "")
+	fs.StringVar(&model, "model", "", "")
+	fs.StringVar(&apiKey, "api-key", "", "")
+	fs.StringVar(&arrival, "arrival", "closed", "")
+	fs.Var(&conc, "concurrency", "")
+	fs.Var(&rates, "rate", "")
+	fs.Var(&in, "input-tokens", "")
+	fs.Var(&out, "output-tokens", "")
+	fs.IntVar(&requests, "requests", 0, "")
+	fs.IntVar(&warmup, "warmup-requests", 0, "")
+	fs.Int64Var(&seed, "seed", 1, "")
+	fs.Float64Var(&duration, "duration", 0, "")
+	fs.Float64Var(&timeout, "timeout", 10, "")
+	fs.Float64Var(&drainTimeout, "drain-timeout", 0, "")
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, "", err
+	}
+	if fs.NArg() > 0 {
+		return nil, nil, "", fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if len(in) == 0 {
+		in = intList{32}
+	}
+	if len(out) == 0 {
+		out = intList{8}
+	}
+	secs := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+	cfg := &loadgen.Config{
+		Endpoint: endpoint, Model: model, APIKey: apiKey, RunID: uuid.NewString(),
+		Timeout: secs(timeout), DrainTimeout: secs(drainTimeout), Stream: true, StreamUsage: true,
+		Concurrency: conc, InputTokens: in, OutputTokens: out, Requests: requests, WarmupRequests: warmup,
+		Duration: secs(duration), Arrival: schedule.Mode(arrival), Rates: rates, Seed: seed,
+		ExtraBody: map[string]any{"ignore_eos": true},
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, "", err
+	}
+	tk, err := testTokenizer()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return cfg, tk, "cl100k_base", nil
+}
+
+// quietLogger discards the daemon's log unless DAEMON_TEST_LOG is set.
+func quietLogger() *slog.Logger {
+	if os.Getenv("DAEMON_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func writeFile(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func startSim(t *testing.T, mod func(*sim.Config)) *sim.Server {
+	t.Helper()
+	cfg := sim.DefaultConfig()
+	if mod != nil {
+		mod(&cfg)
+	}
+	srv, err := sim.Start(context.Background(), cfg, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// startDaemon loads the configuration text (written to a file, so that Reload works),
+// starts a daemon on it and returns it with the file's path and a channel of its finished
+// runs. Cleanup shuts it down.
+func startDaemon(t *testing.T, text string) (*Daemon, string, <-chan RunResult) {
+	t.Helper()
+	path := writeFile(t, t.TempDir(), "inferprobe.yaml", text)
+	cfg, err := Load(path, testParser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := make(chan RunResult, 64)
+	d := New(cfg, Options{Parse: testParser, Version: "test", Logger: quietLogger(), OnRunEnd: func(r RunResult) {
+		select {
+		case runs <- r:
+		default:
+		}
+	}})
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = d.Shutdown(ctx)
+	})
+	return d, path, runs
+}
+
+// nextRun waits for a finished run (of probe, when not "").
+func nextRun(t *testing.T, runs <-chan RunResult, probe string, timeout time.Duration) RunResult {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case r := <-runs:
+			if probe == "" || r.Probe == probe {
+				return r
+			}
+		case <-deadline:
+			t.Fatalf("no run of probe %q finished within %v", probe, timeout)
+		}
+	}
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// metric returns the value of the series name{labels} (a subset match: the first series
+// whose labels include every given pair) in the daemon's current exporter, and whether
+// it exists. Counters, gauges and untyped values; histograms return their sample count.
+func metric(t *testing.T, d *Daemon, name string, labels map[string]string) (float64, bool) {
+	t.Helper()
+	mfs, err := d.Exporter().Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				have[lp.GetName()] = lp.GetValue()
+			}
+			for k, v := range labels {
+				if have[k] != v {
+					continue series
+				}
+			}
+			return metricValue(m), true
+		}
+	}
+	return 0, false
+}
+
+func metricValue(m *dto.Metric) float64 {
+	switch {
+	case m.Counter != nil:
+		return m.Counter.GetValue()
+	case m.Gauge != nil:
+		return m.Gauge.GetValue()
+	case m.Histogram != nil:
+		return float64(m.Histogram.GetSampleCount())
+	case m.Untyped != nil:
+		return m.Untyped.GetValue()
+	}
+	return 0
+}
+
+// sumMetric sums every series of name whose labels include labels.
+func sumMetric(t *testing.T, d *Daemon, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := d.Exporter().Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				have[lp.GetName()] = lp.GetValue()
+			}
+			for k, v := range labels {
+				if have[k] != v {
+					continue series
+				}
+			}
+			total += metricValue(m)
+		}
+	}
+	return total
+}
+
+func httpGet(t *testing.T, url, user, pass string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if user != "" {
+		req.SetBasicAuth(user, pass)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
