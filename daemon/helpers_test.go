@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"github.com/google/uuid"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/inferprobe/inferprobe/internal/testkit"
 	"github.com/inferprobe/inferprobe/loadgen"
 	"github.com/inferprobe/inferprobe/loadgen/prompt"
 	"github.com/inferprobe/inferprobe/loadgen/schedule"
@@ -134,15 +134,7 @@ func quietLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freeAddr(t *testing.T) string { return testkit.FreeAddr(t) }
 
 func writeFile(t *testing.T, dir, name, text string) string {
 	t.Helper()
@@ -153,19 +145,7 @@ func writeFile(t *testing.T, dir, name, text string) string {
 	return p
 }
 
-func startSim(t *testing.T, mod func(*sim.Config)) *sim.Server {
-	t.Helper()
-	cfg := sim.DefaultConfig()
-	if mod != nil {
-		mod(&cfg)
-	}
-	srv, err := sim.Start(context.Background(), cfg, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv
-}
+func startSim(t *testing.T, mod func(*sim.Config)) *sim.Server { return testkit.StartSim(t, mod) }
 
 // startDaemon loads the configuration text (written to a file, so that Reload works),
 // starts a daemon on it and returns it with the file's path and a channel of its finished
@@ -212,14 +192,7 @@ func nextRun(t *testing.T, runs <-chan RunResult, probe string, timeout time.Dur
 }
 
 func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.WaitFor(t, what, timeout, ok)
 }
 
 // metric returns the value of the series name{labels} (a subset match: the first series

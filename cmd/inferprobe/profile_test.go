@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/inferprobe/inferprobe/analyze"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/internal/testkit"
 	"github.com/inferprobe/inferprobe/sim"
 )
 
@@ -28,19 +29,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func startSim(t *testing.T, mod func(*sim.Config)) *sim.Server {
-	t.Helper()
-	cfg := sim.DefaultConfig()
-	if mod != nil {
-		mod(&cfg)
-	}
-	srv, err := sim.Start(context.Background(), cfg, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv
-}
+func startSim(t *testing.T, mod func(*sim.Config)) *sim.Server { return testkit.StartSim(t, mod) }
 
 // runQuiet runs the command in-process with stdout/stderr discarded by the test log.
 func runQuiet(args ...string) int {

@@ -21,6 +21,7 @@ import (
 	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/daemon"
+	"github.com/inferprobe/inferprobe/internal/testkit"
 	"github.com/inferprobe/inferprobe/sim"
 )
 
@@ -115,14 +116,7 @@ func one(t *testing.T, base, q string) float64 {
 }
 
 func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testkit.WaitFor(t, what, timeout, ok)
 }
 
 // TestServeWithPrometheus is the daemon's integration test with real parts: the daemon

@@ -8,18 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inferprobe/inferprobe/internal/testkit"
 	"github.com/inferprobe/inferprobe/sim"
 )
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freeAddr(t *testing.T) string { return testkit.FreeAddr(t) }
 
 // reportMap runs `inferprobe analyze --format json` on path and decodes the report.
 func reportMap(t *testing.T, path string, extra ...string) map[string]any {
