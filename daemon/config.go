@@ -9,13 +9,17 @@ package daemon
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net"
+	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,6 +30,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/inferprobe/inferprobe/analyze"
+	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/loadgen"
 	"github.com/inferprobe/inferprobe/loadgen/prompt"
 	"github.com/inferprobe/inferprobe/scrape/vllm"
@@ -54,7 +59,14 @@ type Duration time.Duration
 // UnmarshalYAML reads a duration string; a bare number is refused (units are required).
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	var s string
-	if n.Kind != yaml.ScalarNode || n.Decode(&s) != nil || n.Tag != "!!str" {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: want a duration with a unit (e.g. 30s, 5m, 1h), not a %s", n.Line, kindName(n.Kind))
+	}
+	if n.Tag == "!!int" && n.Value == "0" {
+		*d = 0 // 0 needs no unit
+		return nil
+	}
+	if n.Decode(&s) != nil || n.Tag != "!!str" {
 		return fmt.Errorf("line %d: want a duration with a unit (e.g. 30s, 5m, 1h), not %q", n.Line, n.Value)
 	}
 	if v, err := time.ParseDuration(s); err == nil {
@@ -69,6 +81,18 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+func kindName(k yaml.Kind) string {
+	switch k {
+	case yaml.SequenceNode:
+		return "list"
+	case yaml.MappingNode:
+		return "mapping"
+	case yaml.AliasNode:
+		return "alias"
+	}
+	return "document"
+}
+
 // File is the configuration file as written. Every field is optional except targets and
 // probes; pointers distinguish "unset" (the default) from an explicit empty value.
 type File struct {
@@ -76,23 +100,30 @@ type File struct {
 	Listen *string `yaml:"listen"`
 	// WebConfigFile is an exporter-toolkit web configuration (TLS, basic auth) applied to
 	// /metrics and to the OTLP/HTTP receiver.
-	WebConfigFile string `yaml:"web_config_file"`
-	Receiver      struct {
-		// HTTPListen / GRPCListen: OTLP listeners; "" disables one (defaults 127.0.0.1:4318 /
-		// 127.0.0.1:4317).
-		HTTPListen *string `yaml:"http_listen"`
-		GRPCListen *string `yaml:"grpc_listen"`
-	} `yaml:"receiver"`
-	Artifacts struct {
-		Dir string `yaml:"dir"`
-		// Keep is the most artifacts kept per probe (0: no count limit; default 100).
-		Keep *int `yaml:"keep"`
-		// MaxAge removes artifacts older than it (0: no age limit; default 7d).
-		MaxAge *Duration `yaml:"max_age"`
-	} `yaml:"artifacts"`
-	SLOs    []SLOFile    `yaml:"slos"`
-	Targets []TargetFile `yaml:"targets"`
-	Probes  []ProbeFile  `yaml:"probes"`
+	WebConfigFile string        `yaml:"web_config_file"`
+	Receiver      ReceiverFile  `yaml:"receiver"`
+	Artifacts     ArtifactsFile `yaml:"artifacts"`
+	SLOs          []SLOFile     `yaml:"slos"`
+	Targets       []TargetFile  `yaml:"targets"`
+	Probes        []ProbeFile   `yaml:"probes"`
+}
+
+// ReceiverFile is the receiver section.
+type ReceiverFile struct {
+	// HTTPListen / GRPCListen: OTLP listeners; "" disables one (defaults 127.0.0.1:4318 /
+	// 127.0.0.1:4317).
+	HTTPListen *string `yaml:"http_listen"`
+	GRPCListen *string `yaml:"grpc_listen"`
+}
+
+// ArtifactsFile is the artifacts section. Dir is relative to the configuration file's
+// directory unless absolute.
+type ArtifactsFile struct {
+	Dir string `yaml:"dir"`
+	// Keep is the most artifacts kept per probe (0: no count limit; default 100).
+	Keep *int `yaml:"keep"`
+	// MaxAge removes artifacts older than it (0: no age limit; default 7d).
+	MaxAge *Duration `yaml:"max_age"`
 }
 
 // SLOFile is one SLO policy: criteria in the --slo form, or a policy file in analyze's format.
@@ -217,7 +248,7 @@ var reservedWorkload = map[string]string{
 	"quiet": "", "slo": "the probe's slo", "slo-file": "the probe's slo", "vllm-metrics": "the target's metrics_url",
 	"vllm-metrics-interval": "the target's scrape_interval", "vllm-spans-listen": "receiver.http_listen",
 	"vllm-spans-grpc-listen": "receiver.grpc_listen", "vllm-spans-drain": "the probe's spans_drain",
-	"system-sampler": "", "sample-interval": "",
+	"system-sampler": "", "sample-interval": "", "help": "",
 }
 
 // Load reads and validates the configuration file at path; every error is a *ConfigError
@@ -235,7 +266,7 @@ func Load(path string, parse WorkloadParser) (*Config, error) {
 	if len(data) > MaxConfigBytes {
 		return nil, &ConfigError{Msg: fmt.Sprintf("%s is larger than %d bytes", path, MaxConfigBytes)}
 	}
-	c, err := Parse(data, parse)
+	c, err := parseIn(data, parse, filepath.Dir(path))
 	if err != nil {
 		return nil, err
 	}
@@ -243,8 +274,14 @@ func Load(path string, parse WorkloadParser) (*Config, error) {
 	return c, nil
 }
 
-// Parse validates a configuration document (see Load).
+// Parse validates a configuration document (see Load); relative paths in it (slos[].file,
+// artifacts.dir, web_config_file) are relative to the working directory. Load makes them
+// relative to the file's directory, as Prometheus does for its rule files.
 func Parse(data []byte, parse WorkloadParser) (*Config, error) {
+	return parseIn(data, parse, "")
+}
+
+func parseIn(data []byte, parse WorkloadParser, baseDir string) (*Config, error) {
 	var f File
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -252,7 +289,18 @@ func Parse(data []byte, parse WorkloadParser) (*Config, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, &ConfigError{Msg: "the file is empty"}
 		}
-		return nil, &ConfigError{Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+		return nil, yamlError(data, err)
+	}
+	rel := func(p string) string {
+		if p == "" || filepath.IsAbs(p) || baseDir == "" {
+			return p
+		}
+		return filepath.Join(baseDir, p)
+	}
+	f.WebConfigFile = rel(f.WebConfigFile)
+	f.Artifacts.Dir = rel(f.Artifacts.Dir)
+	for i := range f.SLOs {
+		f.SLOs[i].File = rel(f.SLOs[i].File)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
@@ -278,6 +326,13 @@ func Parse(data []byte, parse WorkloadParser) (*Config, error) {
 	if err := checkAddr("receiver.grpc_listen", c.GRPCListen, true); err != nil {
 		return nil, err
 	}
+	for _, pair := range [][2]string{{"listen", "receiver.http_listen"}, {"listen", "receiver.grpc_listen"}, {"receiver.http_listen", "receiver.grpc_listen"}} {
+		addr := map[string]string{"listen": c.Listen, "receiver.http_listen": c.HTTPListen, "receiver.grpc_listen": c.GRPCListen}
+		a, b := addr[pair[0]], addr[pair[1]]
+		if a != "" && a == b && !strings.HasSuffix(a, ":0") {
+			return nil, cfgErr(pair[1], "%s is %s's address too", b, pair[0])
+		}
+	}
 	if c.WebConfigFile != "" {
 		// web.Validate reads the whole file: refuse what is not a regular file of a sane size
 		// (a FIFO or /dev/zero would block or exhaust memory) before it does.
@@ -296,6 +351,9 @@ func Parse(data []byte, parse WorkloadParser) (*Config, error) {
 	}
 	if f.Artifacts.Dir != "" {
 		c.ArtifactDir = f.Artifacts.Dir
+	}
+	if fi, err := os.Stat(c.ArtifactDir); err == nil && !fi.IsDir() {
+		return nil, cfgErr("artifacts.dir", "%s exists and is not a directory", c.ArtifactDir)
 	}
 	if f.Artifacts.Keep != nil {
 		if *f.Artifacts.Keep < 0 {
@@ -432,6 +490,15 @@ func loadTarget(key string, t TargetFile) (*Target, error) {
 	if t.Model == "" {
 		return nil, cfgErr(key+".model", "required")
 	}
+	for _, u := range []struct{ key, v string }{{"endpoint", t.Endpoint}, {"base_url", t.BaseURL}} {
+		if u.v == "" {
+			continue
+		}
+		pu, err := url.Parse(u.v)
+		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			return nil, cfgErr(key+"."+u.key, "want an absolute http(s) URL, not %q", artifact.RedactURL(u.v))
+		}
+	}
 	tg := &Target{Name: t.Name, Endpoint: t.Endpoint, Model: t.Model, ScrapeInterval: DefaultScrapeInterval}
 	if t.BaseURL != "" {
 		tg.Endpoint = strings.TrimRight(t.BaseURL, "/") + "/chat/completions"
@@ -566,6 +633,9 @@ func workloadArgs(key string, w map[string]any) ([]string, error) {
 		if strings.HasPrefix(k, "-") || k == "" || strings.ContainsAny(k, "= ") {
 			return nil, cfgErr(kk, "write the flag's name without dashes (e.g. input-tokens)")
 		}
+		if _, isMap := w[k].(map[string]any); isMap && k != "extra-body" {
+			return nil, cfgErr(kk, "want a number, a string, a boolean or a list of them, not a mapping")
+		}
 		v, err := flagValue(w[k])
 		if err != nil {
 			return nil, cfgErr(kk, "%v", err)
@@ -577,6 +647,13 @@ func workloadArgs(key string, w map[string]any) ([]string, error) {
 
 func flagValue(v any) (string, error) {
 	switch x := v.(type) {
+	case map[string]any:
+		// A mapping is a JSON flag's value written as YAML (extra-body).
+		b, err := json.Marshal(x)
+		if err != nil {
+			return "", fmt.Errorf("the mapping cannot be written as JSON: %v", err)
+		}
+		return string(b), nil
 	case []any:
 		if len(x) == 0 {
 			return "", errors.New("an empty list")
@@ -630,6 +707,115 @@ func (c *Config) Thresholds() map[string][]float64 {
 	}
 	for k := range out {
 		sort.Float64s(out[k])
+		out[k] = slices.Compact(out[k]) // two probes sharing a policy is one set of buckets
 	}
 	return out
+}
+
+var (
+	lineRe       = regexp.MustCompile(`^line (\d+): (.*)$`)
+	unknownRe    = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
+	unmarshalRe  = regexp.MustCompile("^cannot unmarshal !!(\\w+)(?: `(.*)`)? into (.+)$")
+	typeNameOf   = map[string]string{"int": "a whole number", "float64": "a number", "string": "a string", "bool": "true or false", "[]string": "a list of strings"}
+	yamlKindName = map[string]string{"str": "a string", "int": "a number", "float": "a number", "bool": "a boolean", "seq": "a list", "map": "a mapping", "null": "null"}
+)
+
+// yamlError turns a YAML decoding error into a ConfigError that names the key at the line
+// of its first problem ("probes[0].every") and says what was wanted in the configuration's
+// terms rather than Go's.
+func yamlError(data []byte, err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	msg = strings.TrimPrefix(msg, "unmarshal errors:\n")
+	var root yaml.Node
+	paths := map[int]string{}
+	if yaml.Unmarshal(data, &root) == nil {
+		linePaths(&root, "", paths)
+	}
+	var parts []string
+	key := ""
+	for _, line := range strings.Split(msg, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		m := lineRe.FindStringSubmatch(line)
+		if m == nil {
+			parts = append(parts, line)
+			continue
+		}
+		n, _ := strconv.Atoi(m[1])
+		text := m[2]
+		if u := unknownRe.FindStringSubmatch(text); u != nil {
+			text = fmt.Sprintf("unknown key %q", u[1])
+		} else if u := unmarshalRe.FindStringSubmatch(text); u != nil {
+			want := typeNameOf[u[3]]
+			switch {
+			case want != "":
+			case strings.HasPrefix(u[3], "[]"):
+				want = "a list"
+			case strings.HasPrefix(u[3], "map[") || strings.HasPrefix(u[3], "daemon."):
+				want = "a mapping"
+			default:
+				want = "another kind of value"
+			}
+			got := yamlKindName[u[1]]
+			if got == "" {
+				got = u[1]
+			}
+			if u[2] != "" {
+				text = fmt.Sprintf("want %s, not %s %q", want, got, u[2])
+			} else {
+				text = fmt.Sprintf("want %s, not %s", want, got)
+			}
+		}
+		p := paths[n]
+		if strings.HasPrefix(p, "[") {
+			p = "" // the document itself is not a mapping
+		}
+		switch {
+		case len(parts) == 0 && p != "":
+			key = p
+			parts = append(parts, fmt.Sprintf("%s (line %d)", text, n))
+		case p != "":
+			parts = append(parts, fmt.Sprintf("%s (line %d): %s", p, n, text))
+		default:
+			parts = append(parts, fmt.Sprintf("line %d: %s", n, text))
+		}
+	}
+	return &ConfigError{Key: key, Msg: strings.Join(parts, "; ")}
+}
+
+// linePaths records, for every line that holds a key or a list item, the key's path
+// ("probes[1].workload.rate"); the innermost key of a line wins over outer keys and over
+// list items. Aliases are not followed.
+func linePaths(n *yaml.Node, path string, m map[int]string) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			linePaths(c, path, m)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := k.Value
+			if path != "" {
+				p = path + "." + k.Value
+			}
+			m[k.Line] = p
+			if v.Line != k.Line {
+				if _, ok := m[v.Line]; !ok {
+					m[v.Line] = p
+				}
+			}
+			linePaths(v, p, m)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			if _, ok := m[c.Line]; !ok { // a key on the line names it better than an item
+				m[c.Line] = p
+			}
+			linePaths(c, p, m)
+		}
+	}
 }

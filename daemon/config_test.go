@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -242,9 +243,9 @@ func TestParseErrors(t *testing.T) {
 		{"empty file", "", "", "empty"},
 		{"only a comment", "# nothing\n", "", "empty"},
 		{"two documents", baseYAML + "---\n" + baseYAML, "", "more than one YAML document"},
-		{"unknown top-level field", baseYAML + "bogus: 1\n", "", "field bogus not found"},
-		{"unknown probe field", replace(baseYAML, "every: 5m", "every: 5m\n    evry: 5m"), "", "field evry not found"},
-		{"not a mapping", "[1, 2]\n", "", "cannot unmarshal"},
+		{"unknown top-level field", baseYAML + "bogus: 1\n", "bogus", `unknown key "bogus" (line`},
+		{"unknown probe field", replace(baseYAML, "every: 5m", "every: 5m\n    evry: 5m"), "probes[0].evry", `unknown key "evry"`},
+		{"not a mapping", "[1, 2]\n", "", "line 1: want a mapping, not a list"},
 		{"listen without port", "listen: nowhere\n" + baseYAML, "listen", "HOST:PORT"},
 		{"listen empty", "listen: \"\"\n" + baseYAML, "listen", "HOST:PORT"},
 		{"listen port out of range", "listen: 127.0.0.1:70000\n" + baseYAML, "listen", "0..65535"},
@@ -257,7 +258,7 @@ func TestParseErrors(t *testing.T) {
 		{"web config /dev/zero", "web_config_file: /dev/zero\n" + baseYAML, "web_config_file", "not a regular file"},
 		{"keep negative", "artifacts: {keep: -1}\n" + baseYAML, "artifacts.keep", "≥ 0"},
 		{"max_age negative", "artifacts: {max_age: -1h}\n" + baseYAML, "artifacts.max_age", "≥ 0"},
-		{"max_age bare number", "artifacts: {max_age: 3600}\n" + baseYAML, "", "want a duration with a unit"},
+		{"max_age bare number", "artifacts: {max_age: 3600}\n" + baseYAML, "artifacts.max_age", "want a duration with a unit"},
 		{"slo name", replace(baseYAML, "name: chat", "name: 'bad name'"), "slos[0].name", "bad name"},
 		{"slo name not a policy name", replace(baseYAML, "name: chat", "name: Chat-1", "slo: chat", "slo: Chat-1"), "slos[0].name", "lowercase"},
 		{"slo criteria and file", slo("    criteria: [\"ttft:500\"]\n    file: " + targetPolicy + "\n"), "slos[0]", "mutually exclusive"},
@@ -283,7 +284,7 @@ func TestParseErrors(t *testing.T) {
 		{"api_key_env empty", replace(baseYAML, "model: opt", "model: opt\n    api_key_env: INFERPROBE_DAEMON_TEST_EMPTY"), "targets[0].api_key_env", "is not set"},
 		{"metrics_url not a URL", replace(baseYAML, "metrics_url: default", "metrics_url: 'ftp://x/metrics'"), "targets[0].metrics_url", "http"},
 		{"metrics_url with credentials", replace(baseYAML, "metrics_url: default", "metrics_url: 'http://u:p@x/metrics'"), "targets[0].metrics_url", "credentials"},
-		{"metrics_url default of a bad endpoint", replace(baseYAML, "base_url: http://127.0.0.1:8000/v1/", "endpoint: '/relative/chat/completions'"), "targets[0].metrics_url", "absolute"},
+		{"metrics_url default of a bad endpoint", replace(baseYAML, "base_url: http://127.0.0.1:8000/v1/", "endpoint: '/relative/chat/completions'"), "targets[0].endpoint", "absolute"},
 		{"scrape_interval too short", replace(baseYAML, "metrics_url: default", "metrics_url: default\n    scrape_interval: 50ms"), "targets[0].scrape_interval", "between"},
 		{"scrape_interval too long", replace(baseYAML, "metrics_url: default", "metrics_url: default\n    scrape_interval: 2h"), "targets[0].scrape_interval", "between"},
 		{"target used twice", replace(baseYAML, "probes:", "  - name: vllm\n    base_url: http://127.0.0.1:8001/v1\n    model: opt\nprobes:"), "targets[1].name", "used twice"},
@@ -294,10 +295,10 @@ func TestParseErrors(t *testing.T) {
 		{"every and continuous", replace(baseYAML, "every: 5m", "every: 5m\n    continuous: true"), "probes[0]", "mutually exclusive"},
 		{"no schedule", replace(baseYAML, "    every: 5m\n", ""), "probes[0]", "a schedule is required"},
 		{"every below 1s", replace(baseYAML, "every: 5m", "every: 500ms"), "probes[0].every", "at least 1s"},
-		{"every bare number", replace(baseYAML, "every: 5m", "every: 60"), "", "want a duration with a unit"},
-		{"every quoted number", replace(baseYAML, "every: 5m", "every: '60'"), "", "not a duration"},
-		{"every abc", replace(baseYAML, "every: 5m", "every: abc"), "", `"abc" is not a duration`},
-		{"every a list", replace(baseYAML, "every: 5m", "every: [5m]"), "", "want a duration"},
+		{"every bare number", replace(baseYAML, "every: 5m", "every: 60"), "probes[0].every", "want a duration with a unit"},
+		{"every quoted number", replace(baseYAML, "every: 5m", "every: '60'"), "probes[0].every", "not a duration"},
+		{"every abc", replace(baseYAML, "every: 5m", "every: abc"), "probes[0].every", `"abc" is not a duration`},
+		{"every a list", replace(baseYAML, "every: 5m", "every: [5m]"), "probes[0].every", "not a list"},
 		{"spans_drain negative", replace(baseYAML, "every: 5m", "every: 5m\n    spans_drain: -1s"), "probes[0].spans_drain", "between"},
 		{"spans_drain too long", replace(baseYAML, "every: 5m", "every: 5m\n    spans_drain: 11m"), "probes[0].spans_drain", "between"},
 		{"workload model", workload("      model: other\n"), "probes[0].workload.model", "is set by the target's model"},
@@ -571,5 +572,22 @@ func TestProbeKey(t *testing.T) {
 		if key(text) == k0 {
 			t.Errorf("%s: the probe's key did not change", name)
 		}
+	}
+}
+
+// Two probes sharing a policy give one set of bucket boundaries: removing one of them on a
+// reload must not look like a threshold change (which rebuilds the exporter).
+func TestThresholdsDeduplicated(t *testing.T) {
+	text := baseYAML + "  - name: second\n    target: vllm\n    slo: chat\n    every: 1h\n    workload: {requests: 2}\n"
+	c, err := Parse([]byte(text), testParser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := Parse([]byte(baseYAML), testParser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.Thresholds(), one.Thresholds(); fmt.Sprint(got) != fmt.Sprint(want) || len(got["client.ttft"]) != 1 {
+		t.Fatalf("thresholds with two probes %v, with one %v", got, want)
 	}
 }

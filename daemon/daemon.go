@@ -133,12 +133,18 @@ func (d *Daemon) Start(ctx context.Context) error {
 
 	if cfg.HTTPListen != "" || cfg.GRPCListen != "" {
 		d.recv = receiver.New(receiver.Options{Consume: d.consumeSpan, Logger: d.log})
+		// A configured listener that cannot bind stops the start, like /metrics: a daemon
+		// that silently received no spans would leave the span-join alerts blind.
 		if err := d.recv.Listen(ctx, "", cfg.GRPCListen); err != nil {
-			d.log.Warn("the OTLP/gRPC receiver could not bind; spans over gRPC are not received", "err", err)
+			_ = d.recv.Close()
+			_ = ln.Close()
+			return fmt.Errorf("OTLP/gRPC receiver: %w", err)
 		}
 		if cfg.HTTPListen != "" {
 			if oln, err := lc.Listen(ctx, "tcp", cfg.HTTPListen); err != nil {
-				d.log.Warn("the OTLP/HTTP receiver could not bind; spans over HTTP are not received", "addr", cfg.HTTPListen, "err", err)
+				_ = d.recv.Close()
+				_ = ln.Close()
+				return fmt.Errorf("OTLP/HTTP receiver: listen %s: %w", cfg.HTTPListen, err)
 			} else {
 				d.otlpLn = oln
 				d.otlp = &http.Server{Handler: d.recv, ReadHeaderTimeout: receiver.DefaultReadTimeout, ReadTimeout: receiver.DefaultReadTimeout}

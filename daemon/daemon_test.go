@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -841,5 +842,39 @@ func TestShutdownWithoutStart(t *testing.T) {
 	}
 	if err := d.Reload(); err == nil {
 		t.Fatal("Reload of a configuration not read from a file")
+	}
+}
+
+// A configured receiver listener that cannot bind stops the start (nothing left listening).
+func TestStartFailsWhenAReceiverCannotBind(t *testing.T) {
+	for _, which := range []string{"http_listen", "grpc_listen"} {
+		t.Run(which, func(t *testing.T) {
+			busy, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer busy.Close()
+			metricsAddr := freeAddr(t)
+			other := "http_listen"
+			if which == "http_listen" {
+				other = "grpc_listen"
+			}
+			text := fmt.Sprintf("listen: %s\nreceiver:\n  %s: %s\n  %s: 127.0.0.1:0\nartifacts: {dir: %s}\n", metricsAddr, which, busy.Addr(), other, t.TempDir()) + baseYAML
+			cfg, err := Parse([]byte(text), testParser)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := New(cfg, Options{Parse: testParser, Logger: quietLogger()})
+			if err := d.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "OTLP/") {
+				_ = d.Shutdown(context.Background())
+				t.Fatalf("Start: %v, want the receiver's bind error", err)
+			}
+			// /metrics was released: its address binds again.
+			l, err := net.Listen("tcp", metricsAddr)
+			if err != nil {
+				t.Fatalf("the /metrics listener was left open: %v", err)
+			}
+			l.Close()
+		})
 	}
 }

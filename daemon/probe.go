@@ -289,12 +289,12 @@ func (l *probeLoop) execute(dcfg *Config) (RunResult, int64) {
 		errs = append(errs, sampler.WriteErr(), w.Write(scraper.Capabilities(header.Context, sampler.Tally())))
 	}
 	if d.recv != nil {
-		if !stopped && p.SpansDrain > 0 {
+		// The spans of the run's last requests are still in the server's export batch: a
+		// graceful stop waits for them too; only a hard stop cuts the drain.
+		if d.runCtx.Err() == nil && p.SpansDrain > 0 {
 			t := time.NewTimer(p.SpansDrain)
 			select {
 			case <-t.C:
-			case <-l.wake:
-				t.Stop()
 			case <-d.runCtx.Done():
 				t.Stop()
 			}

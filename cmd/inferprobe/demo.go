@@ -55,6 +55,9 @@ func newDemoCmd() *cobra.Command {
 				}
 				dir = d
 			}
+			if _, port, err := net.SplitHostPort(metricsListen); err != nil || port == "" {
+				return usageErrorf("--metrics-listen must be HOST:PORT, not %q", metricsListen)
+			}
 			out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			// The span receiver's gRPC port is chosen first: the engine exports to it.
 			spansAddr, err := freeLoopbackAddr()

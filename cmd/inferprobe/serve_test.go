@@ -133,7 +133,8 @@ func TestServeConfigErrors(t *testing.T) {
 	cases := []struct {
 		name, text, want string
 	}{
-		{"unknown key", base + "bogus: 1\n", "field bogus not found"},
+		{"unknown key", base + "bogus: 1\n", `config: bogus: unknown key "bogus" (line`},
+		{"wrong type", strings.Replace(base, "every: 1h", "every: 1h\n    continuous: [1]", 1), "probes[0].continuous: want true or false, not a list"},
 		{"bad rate", strings.Replace(base, "concurrency: [2]", "arrival: poisson\n      rate: [-1]", 1), "probes[0].workload"},
 		{"reserved flag", strings.Replace(base, "concurrency: [2]", "model: other", 1), "probes[0].workload.model: is set by the target's model"},
 		{"missing target", strings.Replace(base, "target: sim", "target: nope", 1), `probes[0].target: no target is named "nope"`},
