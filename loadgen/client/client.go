@@ -120,6 +120,7 @@ func New(o Options) *Client {
 	if idleTimeout <= 0 {
 		idleTimeout = DefaultIdleConnTimeout
 	}
+	primeRxTimestamps() // before any request: the first segments are stamped too
 	base := o.DialContext
 	if base == nil {
 		base = (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext

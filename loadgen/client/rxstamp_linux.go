@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -30,6 +31,7 @@ type rxConn struct {
 // a socket that refuses the option, is returned unchanged (timestamps then come from
 // time.Now()).
 func rxTimestamps(c net.Conn) net.Conn {
+	primeRxTimestamps()
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		return c
@@ -45,6 +47,27 @@ func rxTimestamps(c net.Conn) net.Conn {
 		return c
 	}
 	return &rxConn{Conn: tc, raw: raw, oob: make([]byte, unix.CmsgSpace(16))}
+}
+
+// primeOnce keeps one socket with SO_TIMESTAMPNS open for the life of the process. Linux
+// timestamps received packets only while some socket asks for it, and turns that on through
+// deferred work when the first one does: without a socket that already asked, the first
+// segments of a new connection can arrive unstamped (they are then timed by time.Now()).
+var primeOnce sync.Once
+
+// primeRxTimestamps makes the kernel timestamp received packets from now on (New calls it,
+// before any request).
+func primeRxTimestamps() {
+	primeOnce.Do(func() {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return
+		}
+		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) != nil {
+			_ = unix.Close(fd)
+		}
+		// Deliberately never closed: one descriptor for the process's lifetime.
+	})
 }
 
 // Read reads like (*net.TCPConn).Read: io.EOF at the end, *net.OpError on failure.
@@ -74,9 +97,9 @@ func (c *rxConn) Read(p []byte) (int, error) {
 	if n <= 0 {
 		return 0, io.EOF
 	}
-	if ns := rxStamp(c.oob[:oobn]); ns > 0 {
-		c.last.Store(ns)
-	}
+	// A read without a timestamp makes the time unknown (time.Now() then): keeping the
+	// previous read's would date these bytes too early.
+	c.last.Store(rxStamp(c.oob[:oobn]))
 	return n, nil
 }
 

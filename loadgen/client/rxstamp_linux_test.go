@@ -46,6 +46,18 @@ func tcpPair(t *testing.T) (net.Conn, net.Conn) {
 // The timestamp of a read is when the data arrived, not when it was read.
 func TestRxConnStampsArrivalNotRead(t *testing.T) {
 	c, s := tcpPair(t)
+	// The kernel turns packet timestamps on through deferred work when the first socket asks
+	// (primeRxTimestamps): wait until an exchange comes back stamped.
+	deadline := time.Now().Add(2 * time.Second)
+	for lastRx(c) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no receive timestamp within 2 s of asking for them")
+		}
+		_, _ = s.Write([]byte("w"))
+		if _, err := c.Read(make([]byte, 8)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	before := time.Now().UnixNano()
 	if _, err := s.Write([]byte("data: one\n\n")); err != nil {
 		t.Fatal(err)
