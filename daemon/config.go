@@ -93,6 +93,19 @@ func kindName(k yaml.Kind) string {
 	return "document"
 }
 
+// Count is a YAML whole number: 2.5, 1e3 or "2" are refused rather than truncated.
+type Count int
+
+// UnmarshalYAML reads a plain integer scalar.
+func (c *Count) UnmarshalYAML(n *yaml.Node) error {
+	var v int
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || n.Decode(&v) != nil {
+		return fmt.Errorf("line %d: want a whole number, not %q", n.Line, n.Value)
+	}
+	*c = Count(v)
+	return nil
+}
+
 // File is the configuration file as written. Every field is optional except targets and
 // probes; pointers distinguish "unset" (the default) from an explicit empty value.
 type File struct {
@@ -121,7 +134,7 @@ type ReceiverFile struct {
 type ArtifactsFile struct {
 	Dir string `yaml:"dir"`
 	// Keep is the most artifacts kept per probe (0: no count limit; default 100).
-	Keep *int `yaml:"keep"`
+	Keep *Count `yaml:"keep"`
 	// MaxAge removes artifacts older than it (0: no age limit; default 7d).
 	MaxAge *Duration `yaml:"max_age"`
 }
@@ -359,7 +372,7 @@ func parseIn(data []byte, parse WorkloadParser, baseDir string) (*Config, error)
 		if *f.Artifacts.Keep < 0 {
 			return nil, cfgErr("artifacts.keep", "must be ≥ 0 (0: no count limit)")
 		}
-		c.Keep = *f.Artifacts.Keep
+		c.Keep = int(*f.Artifacts.Keep)
 	}
 	if f.Artifacts.MaxAge != nil {
 		if *f.Artifacts.MaxAge < 0 {
@@ -595,7 +608,16 @@ func loadProbe(key string, p ProbeFile, targets map[string]*Target, slos map[str
 			// The parser sees the key as a flag; its message must not carry it on.
 			msg = strings.ReplaceAll(msg, tg.apiKey, "<redacted>")
 		}
-		return nil, cfgErr(key+".workload", "%s", msg)
+		// Name the workload key when the message is about one flag, and drop Go's parser
+		// internals ("strconv.ParseFloat: parsing …: invalid syntax").
+		msg = strconvRe.ReplaceAllString(msg, "")
+		wkey := key + ".workload"
+		if m := flagNameRe.FindStringSubmatch(msg); m != nil {
+			if _, ok := p.Workload[m[1]]; ok {
+				wkey += "." + m[1]
+			}
+		}
+		return nil, cfgErr(wkey, "%s", msg)
 	}
 	if pr.Continuous && cfg.Duration == 0 && cfg.Requests <= 1 && len(cfg.Trace) == 0 {
 		return nil, cfgErr(key+".workload", "a continuous probe needs duration or requests (> 1) per run")
@@ -688,8 +710,10 @@ func scalar(v any) (string, error) {
 		return strconv.FormatFloat(x, 'g', -1, 64), nil
 	case nil:
 		return "", errors.New("a value is required")
+	case []any:
+		return "", errors.New("want a number, a string or a boolean here, not a list inside a list")
 	default:
-		return "", fmt.Errorf("want a number, a string, a boolean or a list of them, not %T", v)
+		return "", errors.New("want a number, a string, a boolean or a list of them (quote dates and other values)")
 	}
 }
 
@@ -713,6 +737,8 @@ func (c *Config) Thresholds() map[string][]float64 {
 }
 
 var (
+	strconvRe    = regexp.MustCompile(`: strconv\.\w+: parsing "[^"]*": \w[\w ]*`)
+	flagNameRe   = regexp.MustCompile(`(?:^|"|\s)--([a-z][a-z0-9-]*)\b`)
 	lineRe       = regexp.MustCompile(`^line (\d+): (.*)$`)
 	unknownRe    = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
 	unmarshalRe  = regexp.MustCompile("^cannot unmarshal !!(\\w+)(?: `(.*)`)? into (.+)$")

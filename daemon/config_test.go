@@ -318,7 +318,7 @@ func TestParseErrors(t *testing.T) {
 		{"workload null in list", workload("      input-tokens: [1, null]\n"), "probes[0].workload.input-tokens", "a value is required"},
 		{"workload unknown flag", workload("      bogus-flag: 1\n"), "probes[0].workload", "bogus-flag"},
 		{"workload invalid value", workload("      requests: many\n"), "probes[0].workload", "requests"},
-		{"workload rejected by Validate", workload("      arrival: poisson\n      rate: [-1]\n      requests: 4\n"), "probes[0].workload", "--rate values must be finite and > 0"},
+		{"workload rejected by Validate", workload("      arrival: poisson\n      rate: [-1]\n      requests: 4\n"), "probes[0].workload.rate", "--rate values must be finite and > 0"},
 		{"continuous without duration or requests", replace(baseYAML, "every: 5m", "continuous: true", "      requests: 4\n", ""), "probes[0].workload", "continuous probe needs duration or requests"},
 		{"continuous with one request", replace(baseYAML, "every: 5m", "continuous: true", "requests: 4", "requests: 1"), "probes[0].workload", "continuous probe needs"},
 		{"probe used twice", baseYAML + "  - name: steady\n    target: vllm\n    every: 1h\n    workload: {requests: 2}\n", "probes[1].name", "used twice"},
@@ -589,5 +589,23 @@ func TestThresholdsDeduplicated(t *testing.T) {
 	}
 	if got, want := c.Thresholds(), one.Thresholds(); fmt.Sprint(got) != fmt.Sprint(want) || len(got["client.ttft"]) != 1 {
 		t.Fatalf("thresholds with two probes %v, with one %v", got, want)
+	}
+}
+
+// Workload values the flag parser refuses name the workload key, without Go's internals;
+// counts are whole numbers.
+func TestWorkloadAndCountErrorsInConfigTerms(t *testing.T) {
+	for _, c := range []struct{ name, text, key, msg string }{
+		{"keep fraction", "artifacts: {keep: 2.9}\n" + baseYAML, "artifacts.keep", `want a whole number, not "2.9"`},
+		{"nested list", replace(baseYAML, "requests: 4", "requests: 4\n      rate: [[1]]"), "probes[0].workload.rate", "not a list inside a list"},
+		{"date", replace(baseYAML, "requests: 4", "requests: 4\n      seed: 2024-01-01"), "probes[0].workload.seed", "quote dates"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.text), testParser)
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Key != c.key || !strings.Contains(err.Error(), c.msg) || strings.Contains(err.Error(), "strconv") || strings.Contains(err.Error(), "interface") {
+				t.Fatalf("%v, want key %s saying %q", err, c.key, c.msg)
+			}
+		})
 	}
 }

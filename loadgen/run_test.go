@@ -674,6 +674,17 @@ func TestFidelityAgainstGroundTruth(t *testing.T) {
 		signed = append(signed, (firstToken-float64(g.ChunkNs[1]))/1e6)
 		widths = append(widths, float64(g.ChunkNs[1]-g.ChunkStartNs[1])/1e6, float64(g.ChunkNs[last]-g.ChunkStartNs[last])/1e6)
 	}
+	if os.Getenv("INFERPROBE_FIDELITY_DEBUG") != "" {
+		for _, r := range sink.requests(PhaseMeasured) {
+			g := truth[*r.XRequestID]
+			last := len(g.ChunkNs) - 1
+			end := float64(*r.StartedAtNS) + *r.E2ELatencyMS*1e6
+			if d := outside(end, g.ChunkStartNs[last], g.ChunkNs[last]); d > 2e5 {
+				t.Logf("e2e off by %.3f ms: end-DONEend %.3f ms, DONE interval %.3f ms, finished-DONEend %.3f ms", d/1e6,
+					(end-float64(g.ChunkNs[last]))/1e6, float64(g.ChunkNs[last]-g.ChunkStartNs[last])/1e6, float64(*g.FinishedNs-g.ChunkNs[last])/1e6)
+			}
+		}
+	}
 	for _, v := range [][]float64{dTTFT, dE2E, signed, widths} {
 		sort.Float64s(v)
 	}

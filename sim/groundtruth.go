@@ -60,13 +60,18 @@ type GroundTruth struct {
 	Faults []string `json:"faults"`
 }
 
-// gtWriter appends GroundTruth lines to a file, one flushed line per request.
+// gtWriter appends GroundTruth lines to a file, one flushed line per request. Lines are
+// encoded and written by one goroutine of its own, so that recording a request never delays
+// the end of its response (net/http writes the chunked body's terminator only when the
+// handler returns: a file write in the handler would sit between [DONE] and that end).
 type gtWriter struct {
 	mu     sync.Mutex
 	f      *os.File
 	w      *bufio.Writer
 	closed bool
 	err    error
+	recs   chan *GroundTruth
+	done   chan struct{}
 }
 
 func openGroundTruth(path string) (*gtWriter, error) {
@@ -74,26 +79,41 @@ func openGroundTruth(path string) (*gtWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ground truth: %w", err)
 	}
-	return &gtWriter{f: f, w: bufio.NewWriter(f)}, nil
+	g := &gtWriter{f: f, w: bufio.NewWriter(f), recs: make(chan *GroundTruth, 4096), done: make(chan struct{})}
+	go g.run()
+	return g, nil
 }
 
+// write queues rec (blocking only when 4,096 lines are waiting); rec must not change after.
 func (g *gtWriter) write(rec *GroundTruth) {
-	b, err := json.Marshal(rec)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.closed || g.err != nil {
+	if g.closed {
 		return
 	}
-	if err != nil {
-		g.err = err
-		return
+	g.recs <- rec
+}
+
+func (g *gtWriter) run() {
+	defer close(g.done)
+	for rec := range g.recs {
+		b, err := json.Marshal(rec)
+		if g.err != nil {
+			continue
+		}
+		if err != nil {
+			g.err = err
+			continue
+		}
+		b = append(b, '\n')
+		if _, err := g.w.Write(b); err != nil {
+			g.err = err
+			continue
+		}
+		if len(g.recs) == 0 {
+			g.err = g.w.Flush()
+		}
 	}
-	b = append(b, '\n')
-	if _, err := g.w.Write(b); err != nil {
-		g.err = err
-		return
-	}
-	g.err = g.w.Flush()
 }
 
 func (g *gtWriter) close() error {
@@ -103,6 +123,8 @@ func (g *gtWriter) close() error {
 		return nil
 	}
 	g.closed = true
+	close(g.recs)
+	<-g.done
 	ferr := g.w.Flush()
 	cerr := g.f.Close()
 	switch {

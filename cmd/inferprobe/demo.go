@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -57,6 +58,8 @@ func newDemoCmd() *cobra.Command {
 			}
 			if _, port, err := net.SplitHostPort(metricsListen); err != nil || port == "" {
 				return usageErrorf("--metrics-listen must be HOST:PORT, not %q", metricsListen)
+			} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+				return usageErrorf("--metrics-listen: the port must be within 0..65535, not %q", port)
 			}
 			out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			// The span receiver's gRPC port is chosen first: the engine exports to it.
