@@ -176,14 +176,18 @@ func (s *Server) Close() error {
 	return s.closeErr
 }
 
+// ErrSpanExport marks a Close error that only concerns spans the exporter could not deliver
+// (no receiver listening, for instance): the server itself stopped cleanly.
+var ErrSpanExport = errors.New("span export")
+
 func (s *Server) shutdownTracing() error {
 	if s.tp == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := s.tp.Shutdown(ctx); err != nil {
-		return fmt.Errorf("span export: %w", err)
+		return fmt.Errorf("%w: %w", ErrSpanExport, err)
 	}
 	return nil
 }

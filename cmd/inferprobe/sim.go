@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -43,6 +44,11 @@ token is one word. The listen URL is printed on stderr; SIGINT/SIGTERM stop it.`
 			<-ctx.Done()
 			fmt.Fprintln(cmd.ErrOrStderr(), "inferprobe sim: shutting down")
 			if err := srv.Close(); err != nil {
+				if onlySpanExport(err) {
+					// Spans are best effort, as vLLM's are: the server itself stopped cleanly.
+					fmt.Fprintf(cmd.ErrOrStderr(), "Warning: %v\n", err)
+					return nil
+				}
 				return withCode(exitUnexpected, err)
 			}
 			return nil
@@ -89,4 +95,19 @@ token is one word. The listen URL is printed on stderr; SIGINT/SIGTERM stop it.`
 	f.DurationVar(&cfg.Faults.RestartAt, "fault-restart-at", 0, "restart the engines once this long after start (counters start again)")
 	f.DurationVar(&cfg.Faults.RestartDowntime, "fault-restart-downtime", 0, "after the restart, /health and chat answer 503 this long")
 	return cmd
+}
+
+// onlySpanExport reports whether err is a span-export error, or a join of nothing else.
+func onlySpanExport(err error) bool {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok || len(j.Unwrap()) == 0 || j.Unwrap()[0] == sim.ErrSpanExport {
+		// A plain error, or the span error itself ("span export: <cause>").
+		return errors.Is(err, sim.ErrSpanExport)
+	}
+	for _, e := range j.Unwrap() {
+		if !onlySpanExport(e) {
+			return false
+		}
+	}
+	return true
 }

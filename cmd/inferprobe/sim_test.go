@@ -1,6 +1,13 @@
 package main
 
-import "testing"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/inferprobe/inferprobe/sim"
+)
 
 func TestSimBadFlagsExitUsage(t *testing.T) {
 	for _, args := range [][]string{
@@ -13,6 +20,21 @@ func TestSimBadFlagsExitUsage(t *testing.T) {
 	} {
 		if code := run(args); code != exitUsage {
 			t.Errorf("%v: exit %d, want %d", args, code, exitUsage)
+		}
+	}
+}
+
+func TestOnlySpanExport(t *testing.T) {
+	span := fmt.Errorf("%w: %w", sim.ErrSpanExport, context.DeadlineExceeded)
+	other := errors.New("ground truth: disk full")
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{span, true}, {errors.Join(span), true}, {errors.Join(span, other), false}, {other, false}, {errors.Join(other), false},
+	} {
+		if got := onlySpanExport(c.err); got != c.want {
+			t.Errorf("onlySpanExport(%v) = %v, want %v", c.err, got, c.want)
 		}
 	}
 }
