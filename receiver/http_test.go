@@ -408,6 +408,12 @@ func TestHTTPBusy(t *testing.T) {
 	if _, err := pw.Write(body[:10]); err != nil { // the slot is held while the body trickles in
 		t.Fatal(err)
 	}
+	// The slow export must hold the slot before the second one arrives.
+	for deadline := time.Now().Add(5 * time.Second); len(r.slots) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow export never took its slot")
+		}
+	}
 	resp, out := post(t, tracesURL(r), body, protoHdr)
 	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" {
 		t.Fatalf("status %d Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
