@@ -112,7 +112,8 @@ type Options struct {
 
 // Exporter holds one registry and every inferprobe_ series.
 type Exporter struct {
-	reg *prometheus.Registry
+	reg     *prometheus.Registry
+	handler http.Handler // built once: promhttp registers its error counter with it
 
 	requests     *prometheus.CounterVec
 	hist         map[string]*prometheus.HistogramVec
@@ -228,6 +229,11 @@ func New(opts Options) *Exporter {
 	build := gauge("inferprobe_build_info", "A metric with a constant '1' value labeled by version and goversion.", "version", "goversion")
 	build.WithLabelValues(opts.Version, runtime.Version()).Set(1)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	e.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		EnableOpenMetrics: true,
+		ErrorHandling:     promhttp.ContinueOnError,
+		Registry:          reg,
+	})
 	return e
 }
 
@@ -236,13 +242,7 @@ func (e *Exporter) Registry() *prometheus.Registry { return e.reg }
 
 // Handler serves the registry in the text format or, when the scraper asks for it,
 // OpenMetrics (which carries exemplars) or protobuf (which carries native histograms).
-func (e *Exporter) Handler() http.Handler {
-	return promhttp.HandlerFor(e.reg, promhttp.HandlerOpts{
-		EnableOpenMetrics: true,
-		ErrorHandling:     promhttp.ContinueOnError,
-		Registry:          e.reg,
-	})
-}
+func (e *Exporter) Handler() http.Handler { return e.handler }
 
 // SetProbeConfig publishes a probe's configured interval (seconds between run starts) and its
 // SLO objective (nil: no SLO), and sets its running and in-flight gauges to 0 so that the

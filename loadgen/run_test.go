@@ -165,6 +165,12 @@ func baseConfig(srv *sim.Server) *Config {
 }
 
 func runConfig(t *testing.T, ctx context.Context, cfg *Config) (*memSink, error) {
+	return runWith(t, ctx, cfg, nil)
+}
+
+// runWith validates cfg and runs it into a memSink; started, when set, sees the runner
+// before its run begins (e.g. to schedule a Stop).
+func runWith(t *testing.T, ctx context.Context, cfg *Config, started func(*Runner)) (*memSink, error) {
 	t.Helper()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -176,8 +182,11 @@ func runConfig(t *testing.T, ctx context.Context, cfg *Config) (*memSink, error)
 	sink := &memSink{}
 	c := client.New(client.Options{MaxConnsPerHost: 64, Timeout: cfg.Timeout})
 	defer c.CloseIdle()
-	err = NewRunner(cfg, c, tok, sink, "session-1", Hooks{}).Run(ctx)
-	return sink, err
+	r := NewRunner(cfg, c, tok, sink, "session-1", Hooks{})
+	if started != nil {
+		started(r)
+	}
+	return sink, r.Run(ctx)
 }
 
 var xReqRe = regexp.MustCompile(`^inferprobe-run-1-c2_in64_out8_(warmup|measured)_[01]_\d+$`)
@@ -745,19 +754,7 @@ func TestDurationWindowLastsItsDuration(t *testing.T) {
 // runStopped runs cfg and calls Stop after `after`; it returns the records and Run's error.
 func runStopped(t *testing.T, cfg *Config, after time.Duration) (*memSink, error) {
 	t.Helper()
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	tok, err := prompt.TiktokenCounter("cl100k_base")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink := &memSink{}
-	c := client.New(client.Options{MaxConnsPerHost: 64, Timeout: cfg.Timeout})
-	defer c.CloseIdle()
-	r := NewRunner(cfg, c, tok, sink, "session-1", Hooks{})
-	time.AfterFunc(after, r.Stop)
-	return sink, r.Run(context.Background())
+	return runWith(t, context.Background(), cfg, func(r *Runner) { time.AfterFunc(after, r.Stop) })
 }
 
 func TestStopDrainsInFlightRequests(t *testing.T) {

@@ -228,47 +228,47 @@ func (s *jscan) choices(w *wireChunk) bool {
 	return true
 }
 
-// choice decodes one element: an object merges into ch, null leaves it, else a type error.
-func (s *jscan) choice(ch *wireChoice) bool {
+// nullOrObject skips null and decodes an object's members with member; any other value is
+// a type error (false).
+func (s *jscan) nullOrObject(member func(key []byte) bool) bool {
 	switch s.peek() {
 	case 'n':
 		return s.skip()
 	case '{':
-		return s.object(func(key []byte) bool {
-			switch {
-			case keyIs(key, "delta"):
-				return s.message(&ch.Delta)
-			case keyIs(key, "message"):
-				return s.message(&ch.Message)
-			case keyIs(key, "text"):
-				return s.raw(&ch.Text)
-			case keyIs(key, "finish_reason"):
-				return s.raw(&ch.FinishReason)
-			}
-			return s.skip()
-		})
+		return s.object(member)
 	}
 	return false
 }
 
-func (s *jscan) message(m *wireMessage) bool {
-	switch s.peek() {
-	case 'n':
+// choice decodes one element: an object merges into ch, null leaves it, else a type error.
+func (s *jscan) choice(ch *wireChoice) bool {
+	return s.nullOrObject(func(key []byte) bool {
+		switch {
+		case keyIs(key, "delta"):
+			return s.message(&ch.Delta)
+		case keyIs(key, "message"):
+			return s.message(&ch.Message)
+		case keyIs(key, "text"):
+			return s.raw(&ch.Text)
+		case keyIs(key, "finish_reason"):
+			return s.raw(&ch.FinishReason)
+		}
 		return s.skip()
-	case '{':
-		return s.object(func(key []byte) bool {
-			switch {
-			case keyIs(key, "content"):
-				return s.raw(&m.Content)
-			case keyIs(key, "reasoning_content"):
-				return s.raw(&m.ReasoningContent)
-			case keyIs(key, "reasoning"):
-				return s.raw(&m.Reasoning)
-			}
-			return s.skip()
-		})
-	}
-	return false
+	})
+}
+
+func (s *jscan) message(m *wireMessage) bool {
+	return s.nullOrObject(func(key []byte) bool {
+		switch {
+		case keyIs(key, "content"):
+			return s.raw(&m.Content)
+		case keyIs(key, "reasoning_content"):
+			return s.raw(&m.ReasoningContent)
+		case keyIs(key, "reasoning"):
+			return s.raw(&m.Reasoning)
+		}
+		return s.skip()
+	})
 }
 
 // usage mirrors wireUsage.UnmarshalJSON: null is no-op; otherwise set, and the value must
