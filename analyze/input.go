@@ -421,6 +421,19 @@ func (p *packer) intern(s string) string {
 	return v
 }
 
+// internPtr is strPtr for repetitive values (error types and messages repeat across the
+// requests of a failing run).
+func (p *packer) internPtr(s *string) *string {
+	if s == nil {
+		return nil
+	}
+	if len(p.strs) == cap(p.strs) {
+		p.strs = make([]string, 0, stringBlock)
+	}
+	p.strs = append(p.strs, p.intern(*s))
+	return &p.strs[len(p.strs)-1]
+}
+
 // str copies s into the current text block.
 func (p *packer) str(s string) string {
 	if len(s) == 0 {
@@ -515,6 +528,9 @@ func (p *packer) request(r *artifact.Request) Request {
 		OutputTokens:       p.i64(r.OutputTokens),
 		TotalTokens:        p.i64(r.TotalTokens),
 		OutputTokenSource:  p.intern(r.OutputTokenSource),
+		HTTPStatus:         p.i64(r.HTTPStatus),
+		ErrorType:          p.internPtr(r.ErrorType),
+		ErrorMessage:       p.internPtr(r.ErrorMessage),
 		ArrivalMode:        p.intern(r.ArrivalMode),
 		HeldForSlot:        r.HeldForSlot != nil && *r.HeldForSlot,
 		InFlightAtDispatch: p.i64(r.InFlightAtDispatch),

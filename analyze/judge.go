@@ -50,6 +50,11 @@ type Request struct {
 	OutputTokens       *int64
 	TotalTokens        *int64
 	OutputTokenSource  string
+	// HTTPStatus, ErrorType and ErrorMessage say why a request failed (nil when it did not,
+	// or when the record does not say).
+	HTTPStatus   *int64
+	ErrorType    *string
+	ErrorMessage *string
 	ArrivalMode        string
 	HeldForSlot        bool
 	InFlightAtDispatch *int64

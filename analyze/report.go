@@ -70,8 +70,85 @@ type Summary struct {
 	FailedRequests     int            `json:"failed_requests"`
 	FailureRate        *float64       `json:"failure_rate"`
 	FailuresByStatus   map[string]int `json:"failures_by_status"`
+	// FailureReasons are the most common reasons of the failed requests (at most
+	// MaxFailureReasons, most frequent first): what to fix first when a run fails.
+	FailureReasons []FailureReason `json:"failure_reasons"`
 	CaseCount          int            `json:"case_count"`
 	SessionStatus      *string        `json:"session_status"`
+}
+
+// MaxFailureReasons bounds Summary.FailureReasons.
+const MaxFailureReasons = 5
+
+// FailureReason is one distinct (status, http_status, error_type, error_message) among the
+// failed measured requests, with how many had it; fields the records leave null are null.
+type FailureReason struct {
+	Status       string  `json:"status"`
+	HTTPStatus   *int64  `json:"http_status"`
+	ErrorType    *string `json:"error_type"`
+	ErrorMessage *string `json:"error_message"`
+	Count        int     `json:"count"`
+}
+
+// failureReasons tallies the reasons of failed requests.
+type failureReasons map[failureKey]int
+
+type failureKey struct {
+	status, errType, msg string
+	http                 int64
+	hasHTTP, hasType     bool
+	hasMsg               bool
+}
+
+func (f failureReasons) add(r *Request) {
+	k := failureKey{status: r.Status}
+	if r.HTTPStatus != nil {
+		k.http, k.hasHTTP = *r.HTTPStatus, true
+	}
+	if r.ErrorType != nil {
+		k.errType, k.hasType = *r.ErrorType, true
+	}
+	if r.ErrorMessage != nil {
+		k.msg, k.hasMsg = *r.ErrorMessage, true
+	}
+	f[k]++
+}
+
+// top returns the MaxFailureReasons most frequent reasons, ties in key order.
+func (f failureReasons) top() []FailureReason {
+	keys := make([]failureKey, 0, len(f))
+	for k := range f {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		switch {
+		case f[a] != f[b]:
+			return f[a] > f[b]
+		case a.status != b.status:
+			return a.status < b.status
+		case a.http != b.http:
+			return a.http < b.http
+		case a.errType != b.errType:
+			return a.errType < b.errType
+		}
+		return a.msg < b.msg
+	})
+	out := make([]FailureReason, 0, min(len(keys), MaxFailureReasons))
+	for _, k := range keys[:min(len(keys), MaxFailureReasons)] {
+		fr := FailureReason{Status: k.status, Count: f[k]}
+		if k.hasHTTP {
+			fr.HTTPStatus = i64Ptr(k.http)
+		}
+		if k.hasType {
+			fr.ErrorType = strPtr(k.errType)
+		}
+		if k.hasMsg {
+			fr.ErrorMessage = strPtr(k.msg)
+		}
+		out = append(out, fr)
+	}
+	return out
 }
 
 // SLOInfo names the policy the report judged by: its name, digest (64 hex), source (flags,
@@ -243,6 +320,7 @@ func AnalyzeInput(ctx context.Context, in *Input, opts Options) (*Report, error)
 	}
 
 	sum := Summary{FailuresByStatus: map[string]int{}}
+	reasons := failureReasons{}
 	ids := make([]string, 0, len(in.Cases))
 	for id, requests := range in.Cases {
 		if len(requests) == 0 {
@@ -258,10 +336,12 @@ func AnalyzeInput(ctx context.Context, in *Input, opts Options) (*Report, error)
 			} else {
 				sum.FailedRequests++
 				sum.FailuresByStatus[r.Status]++
+				reasons.add(r)
 			}
 		}
 	}
 	sort.Strings(ids)
+	sum.FailureReasons = reasons.top()
 	sum.FailureRate = share(sum.FailedRequests, sum.TotalRequests)
 	sum.CaseCount = len(ids)
 	if n := len(a.Sessions); n > 0 {
@@ -406,6 +486,9 @@ func fromArtifact(r *artifact.Request, server *ServerEvidence) Request {
 		OutputTokens:       r.OutputTokens,
 		TotalTokens:        r.TotalTokens,
 		OutputTokenSource:  r.OutputTokenSource,
+		HTTPStatus:         r.HTTPStatus,
+		ErrorType:          r.ErrorType,
+		ErrorMessage:       r.ErrorMessage,
 		ArrivalMode:        r.ArrivalMode,
 		HeldForSlot:        r.HeldForSlot != nil && *r.HeldForSlot,
 		InFlightAtDispatch: r.InFlightAtDispatch,

@@ -429,6 +429,20 @@ func TestAnalyzeRejectsIncompleteArtifacts(t *testing.T) {
 		!eq(r.Cases["c1"].SLO.GoodputLowerRPS, 0) || r.Cases["c1"].SLO.EvidenceCoverage != nil {
 		t.Errorf("all failed:\n%s", txt)
 	}
+	// The reasons of failures: the most frequent first, null fields kept null.
+	records = []rec{sessionRec("running"), requestRec(9, "ok")}
+	for i := 0; i < 3; i++ {
+		records = append(records, requestRec(i, "error", "http_status", 404, "error_type", "http_error", "error_message", "The model `nope` does not exist."))
+	}
+	records = append(records, requestRec(3, "timeout", "error_type", "timeout", "error_message", "no answer\nwithin 60s"), requestRec(4, "dropped"))
+	r, _, txt = analyzeRecs(t, Options{}, records...)
+	fr := r.Summary.FailureReasons
+	if len(fr) != 3 || fr[0].Count != 3 || fr[0].Status != "error" || fr[0].HTTPStatus == nil || *fr[0].HTTPStatus != 404 ||
+		*fr[0].ErrorMessage != "The model `nope` does not exist." || fr[1].Status != "dropped" || fr[1].HTTPStatus != nil || fr[1].ErrorMessage != nil ||
+		fr[2].Status != "timeout" || !strings.Contains(txt, "  3× error, HTTP 404, http_error: The model `nope` does not exist.\n") ||
+		!strings.Contains(txt, "  1× timeout, timeout: no answer within 60s\n") {
+		t.Errorf("failure reasons %+v:\n%s", fr, txt)
+	}
 	// Warmup records are not analysed.
 	r, _, _ = analyzeRecs(t, Options{}, sessionRec("running"), requestRec(0, "ok"), requestRec(1, "ok", "phase", "warmup"))
 	if r.Summary.TotalRequests != 1 {

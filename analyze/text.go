@@ -30,6 +30,9 @@ func RenderText(w io.Writer, r *Report) error {
 	fmt.Fprintf(b, "Total requests: %d\n", s.TotalRequests)
 	fmt.Fprintf(b, "Successful requests: %d\n", s.SuccessfulRequests)
 	fmt.Fprintf(b, "Failed requests: %d%s\n", s.FailedRequests, failureBreakdown(s.FailuresByStatus))
+	for _, fr := range s.FailureReasons {
+		fmt.Fprintf(b, "  %d× %s\n", fr.Count, failureReasonText(fr))
+	}
 	if s.FailureRate != nil {
 		fmt.Fprintf(b, "Failure rate: %.2f%%\n", *s.FailureRate*100)
 	} else {
@@ -92,6 +95,27 @@ func failureBreakdown(by map[string]int) string {
 		parts[i] = fmt.Sprintf("%s %d", k, by[k])
 	}
 	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// failureReasonText is one reason as a line: status, HTTP status, error type and message
+// (at most 200 bytes of it).
+func failureReasonText(fr FailureReason) string {
+	parts := []string{fr.Status}
+	if fr.HTTPStatus != nil {
+		parts = append(parts, fmt.Sprintf("HTTP %d", *fr.HTTPStatus))
+	}
+	if fr.ErrorType != nil && *fr.ErrorType != "" {
+		parts = append(parts, *fr.ErrorType)
+	}
+	line := strings.Join(parts, ", ")
+	if fr.ErrorMessage != nil && *fr.ErrorMessage != "" {
+		msg := strings.Join(strings.Fields(*fr.ErrorMessage), " ") // one line
+		if len(msg) > 200 {
+			msg = strings.ToValidUTF8(msg[:200], "") + "…"
+		}
+		line += ": " + msg
+	}
+	return line
 }
 
 // num formats a nullable figure with two decimals, "-" when nil.

@@ -266,7 +266,7 @@ func (c *Config) Validate() error {
 	default:
 		bad("reset-answer must be json or empty, got %q", c.ResetAnswer)
 	}
-	if c.OTLPTracesEndpoint != "" {
+	if c.OTLPTracesEndpoint != "" || strings.TrimSpace(c.OTLPProtocol) != "" { // an explicit value is checked even unused
 		switch p := c.otlpProtocol(); p {
 		case ProtocolGRPC, ProtocolHTTPProtobuf:
 		default:

@@ -49,7 +49,7 @@ and upper bounds over every offered request. Only measured requests are analysed
 artifact's recorded policy, with a warning.
 
 Exit codes: 0 the report was produced (even when every request failed); 5 a missing,
-unreadable or invalid artifact, --slo-file or --server-telemetry file (or a malformed
+unreadable or invalid artifact, --slo-file, --vllm-spans or --server-telemetry file (or a malformed
 infer.clock_alignment record); 2 bad flags; 1 an unwritable --output or
 anything else; 130 interrupted.`,
 		Args: cobra.ExactArgs(1),

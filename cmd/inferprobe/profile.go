@@ -91,9 +91,10 @@ an optional warmup phase, then the measured phase, each a window followed by a d
 and records every request as an infer.request line of the JSONL artifact at --output.
 
 Exit codes: 0 a measured request succeeded; 3 none did (the artifact is complete);
-2 an unusable setting (nothing sent or written); 5 an unreadable --arrival-trace;
+2 an unusable setting (nothing sent or written); 5 an unreadable --arrival-trace or
+--slo-file;
 130 interrupted (Ctrl+C); 1 anything else.`,
-		Args: cobra.NoArgs,
+		Args: noArgsOptionalValueHint,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := pf.config(cmd)
 			if err != nil {
@@ -302,6 +303,11 @@ func (pf *profileFlags) config(cmd *cobra.Command) (*loadgen.Config, error) {
 	}
 	if cfg.ExtraBody, err = loadgen.ParseExtraBody(pf.extraBody); err != nil {
 		return nil, usageErrorf("%v", err)
+	}
+	switch cfg.Arrival {
+	case schedule.Closed, schedule.FixedRate, schedule.Poisson, schedule.Burst, schedule.Replay:
+	default:
+		return nil, usageErrorf("--arrival must be closed, fixed-rate, poisson, burst or replay, not %q", pf.arrival)
 	}
 	open := cfg.Arrival != schedule.Closed
 	if f.Changed("max-in-flight") || f.Changed("overflow") {

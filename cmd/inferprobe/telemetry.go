@@ -204,3 +204,12 @@ func (t *telemetry) finish(ctx context.Context, w *artifact.Writer, header artif
 	}
 	return errors.Join(errs...)
 }
+
+// noArgsOptionalValueHint is cobra.NoArgs for verbs with optional-value flags (--vllm-metrics,
+// --vllm-spans-listen, …): a stray argument is most often such a value written after a space.
+func noArgsOptionalValueHint(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf("unexpected argument %q: flags with an optional value take it after '=' (e.g. --vllm-spans-listen=127.0.0.1:4318)", args[0])
+	}
+	return nil
+}

@@ -446,6 +446,7 @@ func (c *Client) readAnswer(parent, callCtx context.Context, cancel context.Canc
 	s := c.getStream()
 	defer c.putStream(s)
 	s.arrived = arrived
+	s.contentType = resp.Header.Get("Content-Type")
 	onReadErr := func(err error) {
 		switch {
 		case parent.Err() != nil:
@@ -473,6 +474,8 @@ type stream struct {
 	text    []byte
 	res     *Result
 	arrived func(time.Time) time.Time // nil: time.Now() as read
+	// contentType is the answer's Content-Type (named when a "stream" held no event at all).
+	contentType string
 	stopped bool                      // [DONE] or a failure: later events are ignored
 	failed  bool
 	// comments is the parser's comment count when the stream stopped (used once stopped):
@@ -497,7 +500,7 @@ func (c *Client) putStream(s *stream) {
 		s.body = nil
 	}
 	s.text, s.body = s.text[:0], s.body[:0]
-	s.res, s.stopped, s.failed, s.arrived = nil, false, false, nil
+	s.res, s.stopped, s.failed, s.arrived, s.contentType = nil, false, false, nil, ""
 	c.states.Put(s)
 }
 
@@ -555,6 +558,10 @@ func (s *stream) readStream(callCtx context.Context, body io.Reader, r *Result, 
 			msg := "the stream ended without finish_reason and without [DONE]"
 			if s.parser.Pending() {
 				msg += " (an unterminated event at the end was discarded)"
+			}
+			if r.ChunkCount == 0 && r.CommentCount == 0 && mediaType(s.contentType) != "text/event-stream" {
+				// Not an event stream at all: likely a wrong URL answered by a web page or proxy.
+				msg += fmt.Sprintf("; the body held no SSE event (Content-Type %q)", boundMessage(s.contentType))
 			}
 			r.fail(Error, ErrTypeTruncated, msg)
 			s.finish()

@@ -940,3 +940,16 @@ func TestServerHangsAfterDone(t *testing.T) {
 		t.Fatalf("End (%v) not at [DONE] (returned after %v)", got, returned)
 	}
 }
+
+// A 200 web page where a stream was asked for is named as such, not only as truncated.
+func TestHTMLAnswerToAStreamSaysSo(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte("<html><body>Welcome to nginx</body></html>\n"))
+	}))
+	defer srv.Close()
+	r := New(Options{}).Do(context.Background(), call(srv.URL+"/v1/chat/completions", true))
+	if r.Outcome != Error || r.ErrorType != ErrTypeTruncated || !strings.Contains(r.ErrorMessage, `no SSE event (Content-Type "text/html; charset=utf-8")`) {
+		t.Fatalf("%s %s %q", r.Outcome, r.ErrorType, r.ErrorMessage)
+	}
+}
