@@ -30,31 +30,31 @@ const (
 // ("" reads as no_joined_span; "conflicting_spans", "multiple_spans" for quarantined ones).
 // ServerAdmitted is true when a server source confirmed it saw the request.
 type Request struct {
-	SessionID          string
-	RequestID          string
-	CaseID             string
-	XRequestID         *string
-	TraceID            *string // the traceparent trace id sent (span join by trace)
-	RequestIndex       *int64
-	Status             string
-	StartedAtNs        *int64
-	EndedAtNs          *int64
-	IntendedAtNs       *int64
-	E2EMs              *float64
-	TTFTMs             *float64
-	FirstChunkMs       *float64
-	DispatchLagMs      *float64
-	ChunkGapsMs        []float64
-	Stream             bool
-	PromptTokens       *int64
-	OutputTokens       *int64
-	TotalTokens        *int64
-	OutputTokenSource  string
+	SessionID         string
+	RequestID         string
+	CaseID            string
+	XRequestID        *string
+	TraceID           *string // the traceparent trace id sent (span join by trace)
+	RequestIndex      *int64
+	Status            string
+	StartedAtNs       *int64
+	EndedAtNs         *int64
+	IntendedAtNs      *int64
+	E2EMs             *float64
+	TTFTMs            *float64
+	FirstChunkMs      *float64
+	DispatchLagMs     *float64
+	ChunkGapsMs       []float64
+	Stream            bool
+	PromptTokens      *int64
+	OutputTokens      *int64
+	TotalTokens       *int64
+	OutputTokenSource string
 	// HTTPStatus, ErrorType and ErrorMessage say why a request failed (nil when it did not,
 	// or when the record does not say).
-	HTTPStatus   *int64
-	ErrorType    *string
-	ErrorMessage *string
+	HTTPStatus         *int64
+	ErrorType          *string
+	ErrorMessage       *string
 	ArrivalMode        string
 	HeldForSlot        bool
 	InFlightAtDispatch *int64

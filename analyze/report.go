@@ -73,8 +73,8 @@ type Summary struct {
 	// FailureReasons are the most common reasons of the failed requests (at most
 	// MaxFailureReasons, most frequent first): what to fix first when a run fails.
 	FailureReasons []FailureReason `json:"failure_reasons"`
-	CaseCount          int            `json:"case_count"`
-	SessionStatus      *string        `json:"session_status"`
+	CaseCount      int             `json:"case_count"`
+	SessionStatus  *string         `json:"session_status"`
 }
 
 // MaxFailureReasons bounds Summary.FailureReasons.

@@ -476,8 +476,8 @@ type stream struct {
 	arrived func(time.Time) time.Time // nil: time.Now() as read
 	// contentType is the answer's Content-Type (named when a "stream" held no event at all).
 	contentType string
-	stopped bool                      // [DONE] or a failure: later events are ignored
-	failed  bool
+	stopped     bool // [DONE] or a failure: later events are ignored
+	failed      bool
 	// comments is the parser's comment count when the stream stopped (used once stopped):
 	// comments after [DONE] or a failure are not counted, however the reads were cut.
 	comments int
