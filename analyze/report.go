@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -110,9 +111,16 @@ func (f failureReasons) add(r *Request) {
 	}
 	if r.ErrorMessage != nil {
 		k.msg, k.hasMsg = *r.ErrorMessage, true
+		if strings.Contains(k.msg, "->") {
+			// "read tcp 127.0.0.1:49388->127.0.0.1:8000: …": the local port differs per
+			// connection; without it, the same failure is one reason.
+			k.msg = localPortRe.ReplaceAllString(k.msg, "$1:*->")
+		}
 	}
 	f[k]++
 }
+
+var localPortRe = regexp.MustCompile(`(\S+?):\d+->`)
 
 // top returns the MaxFailureReasons most frequent reasons, ties in key order.
 func (f failureReasons) top() []FailureReason {

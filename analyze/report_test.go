@@ -435,8 +435,16 @@ func TestAnalyzeRejectsIncompleteArtifacts(t *testing.T) {
 		records = append(records, requestRec(i, "error", "http_status", 404, "error_type", "http_error", "error_message", "The model `nope` does not exist."))
 	}
 	records = append(records, requestRec(3, "timeout", "error_type", "timeout", "error_message", "no answer\nwithin 60s"), requestRec(4, "dropped"))
+	for i, port := range []int{49388, 50112} { // one reset reason whatever the local port
+		records = append(records, requestRec(5+i, "delivery_unknown", "error_type", "no_response",
+			"error_message", fmt.Sprintf("read tcp 127.0.0.1:%d->127.0.0.1:8000: recvmsg: connection reset by peer", port)))
+	}
 	r, _, txt = analyzeRecs(t, Options{}, records...)
 	fr := r.Summary.FailureReasons
+	if len(fr) != 4 || fr[1].Count != 2 || *fr[1].ErrorMessage != "read tcp 127.0.0.1:*->127.0.0.1:8000: recvmsg: connection reset by peer" {
+		t.Errorf("resets: %+v", fr)
+	}
+	fr = append(fr[:1], fr[2:]...)
 	if len(fr) != 3 || fr[0].Count != 3 || fr[0].Status != "error" || fr[0].HTTPStatus == nil || *fr[0].HTTPStatus != 404 ||
 		*fr[0].ErrorMessage != "The model `nope` does not exist." || fr[1].Status != "dropped" || fr[1].HTTPStatus != nil || fr[1].ErrorMessage != nil ||
 		fr[2].Status != "timeout" || !strings.Contains(txt, "  3× error, HTTP 404, http_error: The model `nope` does not exist.\n") ||

@@ -91,8 +91,8 @@ an optional warmup phase, then the measured phase, each a window followed by a d
 and records every request as an infer.request line of the JSONL artifact at --output.
 
 Exit codes: 0 a measured request succeeded; 3 none did (the artifact is complete);
-2 an unusable setting (nothing sent or written); 5 an unreadable --arrival-trace or
---slo-file;
+2 an unusable setting (nothing sent or written); 5 an unreadable
+--arrival-trace or --slo-file;
 130 interrupted (Ctrl+C); 1 anything else.`,
 		Args: noArgsOptionalValueHint,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -397,6 +397,9 @@ func runProfile(ctx context.Context, stdout, stderr io.Writer, o profileOpts, re
 	for _, w := range profileWarnings(cfg) {
 		fmt.Fprintf(stderr, "Warning: %s\n", w)
 	}
+	if fi, err := os.Stat(output); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
+		fmt.Fprintf(stderr, "Warning: --output %s exists; it is replaced\n", output)
+	}
 	w, err := artifact.NewWriter(output)
 	if err != nil {
 		return usageErrorf("cannot open --output: %v", err)
@@ -514,15 +517,21 @@ func runProfile(ctx context.Context, stdout, stderr io.Writer, o profileOpts, re
 	if err := w.Write(last); err != nil && runErr == nil {
 		runErr = err
 	}
-	if err := w.Close(); err != nil && runErr == nil {
-		runErr = err
+	closeErr := w.Close() // the writer's first failure, if any write failed
+	if closeErr != nil && runErr == nil {
+		runErr = closeErr
 	}
 	stats := runner.Stats()
 	if res != nil {
 		*res = profileResult{artifactPath: output, stats: stats, status: status}
 	}
-	// The report is computed from the artifact alone, as `inferprobe analyze` would.
-	rep, aerr := analyzeArtifactReportContext(context.WithoutCancel(ctx), output, analyze.Options{})
+	// The report is computed from the artifact alone, as `inferprobe analyze` would — unless
+	// the artifact could not be written (there is then nothing trustworthy to read back).
+	var rep *analyze.Report
+	aerr := fmt.Errorf("the artifact could not be written: %w", closeErr)
+	if closeErr == nil {
+		rep, aerr = analyzeArtifactReportContext(context.WithoutCancel(ctx), output, analyze.Options{})
+	}
 	if xrun != nil {
 		xrun.Finish(status, ended, rep)
 	}

@@ -182,3 +182,17 @@ func runCapture(t *testing.T, args ...string) (string, int) {
 	}
 	return string(out), code
 }
+
+// Profiling into an existing artifact replaces it, and says so.
+func TestProfileWarnsWhenReplacingOutput(t *testing.T) {
+	srv := startSim(t, nil)
+	out := filepath.Join(t.TempDir(), "a.jsonl")
+	args := []string{"profile", "--base-url", srv.URL() + "/v1", "--model", sim.DefaultConfig().Model, "--requests", "1",
+		"--input-tokens", "16", "--output-tokens", "4", "--output", out, "-q"}
+	if text, code := runCapture(t, args...); code != 0 || strings.Contains(text, "exists; it is replaced") {
+		t.Fatalf("first run: exit %d\n%s", code, text)
+	}
+	if text, code := runCapture(t, args...); code != 0 || !strings.Contains(text, "Warning: --output "+out+" exists; it is replaced") {
+		t.Fatalf("second run: exit %d\n%s", code, text)
+	}
+}

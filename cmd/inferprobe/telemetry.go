@@ -209,7 +209,7 @@ func (t *telemetry) finish(ctx context.Context, w *artifact.Writer, header artif
 // --vllm-spans-listen, …): a stray argument is most often such a value written after a space.
 func noArgsOptionalValueHint(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return usageErrorf("unexpected argument %q: flags with an optional value take it after '=' (e.g. --vllm-spans-listen=127.0.0.1:4318)", args[0])
+		return usageErrorf("unexpected argument %q: a flag with an optional value (--vllm-metrics, --vllm-spans-listen, --vllm-spans-grpc-listen) takes it after '=', e.g. --vllm-spans-listen=127.0.0.1:4318", args[0])
 	}
 	return nil
 }
