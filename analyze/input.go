@@ -123,7 +123,7 @@ type blockResult struct {
 // measured, only counted otherwise), or any other record (value, with raw for the kinds
 // kept as JSON when repeated: infer.artifact and infer.workload).
 type blockItem struct {
-	value    artifact.Typed
+	value    artifact.Record
 	raw      []byte
 	kind     artifact.Kind
 	request  bool
@@ -291,7 +291,7 @@ func keep(a *artifact.Artifact, it *blockItem) {
 // decodeBlock reads one block with artifact.Reader, converting measured requests with p.
 func decodeBlock(rd artifact.Reader, p *packer, data []byte) blockResult {
 	var items []blockItem
-	st, err := rd.Read(bytes.NewReader(data), func(rec artifact.Record) error {
+	st, err := rd.Read(bytes.NewReader(data), func(rec artifact.Line) error {
 		switch v := rec.Value.(type) {
 		case *artifact.Request:
 			it := blockItem{request: true, measured: v.Phase == artifact.PhaseMeasured}

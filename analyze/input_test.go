@@ -20,7 +20,7 @@ import (
 // kept in Artifact.Requests).
 func referenceInput(t testing.TB, r io.Reader, path string, maxLine int) (*Input, error) {
 	a := &artifact.Artifact{Path: path}
-	st, err := artifact.Reader{MaxLineBytes: maxLine}.Read(r, func(rec artifact.Record) error {
+	st, err := artifact.Reader{MaxLineBytes: maxLine}.Read(r, func(rec artifact.Line) error {
 		switch v := rec.Value.(type) {
 		case *artifact.Request:
 			a.Requests = append(a.Requests, *v)

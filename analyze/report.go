@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/inferprobe/inferprobe/artifact"
-	"github.com/inferprobe/inferprobe/receiver"
 )
 
 // AnalysisVersion is the report's analysis_version. Version 2 divides every rate by the
@@ -55,7 +54,7 @@ type Options struct {
 	Server *ServerEvidence
 	// VLLMSpans are spans from outside the artifact (analyze --vllm-spans FILE), joined with
 	// the artifact's own infer.vllm_span records.
-	VLLMSpans []receiver.SpanRecord
+	VLLMSpans []artifact.VLLMSpan
 	// ServerTelemetry, when set with samples, is joined to the case windows
 	// (telemetry.server_join, server_targets, memory.server_*; see ServerTelemetry).
 	ServerTelemetry *ServerTelemetry
@@ -231,7 +230,10 @@ type Report struct {
 	Telemetry       map[string]any         `json:"telemetry"`
 	Cases           map[string]*CaseReport `json:"cases"`
 	Warnings        []string               `json:"-"`
-	vllm            *vllmResult            // for the text renderer
+	// ScheduleKept says whether the load generator kept its schedule (scheduleKept); it is
+	// for the live exporter, not part of the JSON.
+	ScheduleKept bool        `json:"-"`
+	vllm         *vllmResult // for the text renderer
 }
 
 // WriteJSON writes the report as pretty-printed JSON (two-space indent) with every object's
@@ -304,7 +306,7 @@ func AnalyzeInput(ctx context.Context, in *Input, opts Options) (*Report, error)
 	if err := rule.Validate(); err != nil {
 		return nil, fmt.Errorf("analyze: %w", err)
 	}
-	rep := &Report{AnalysisVersion: AnalysisVersion, Cases: map[string]*CaseReport{}}
+	rep := &Report{AnalysisVersion: AnalysisVersion, Cases: map[string]*CaseReport{}, ScheduleKept: scheduleKept(in)}
 	policy, source, err := choosePolicy(a, opts, rep)
 	if err != nil {
 		return nil, err

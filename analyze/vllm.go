@@ -8,20 +8,18 @@ import (
 
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/join"
-	"github.com/inferprobe/inferprobe/receiver"
-	"github.com/inferprobe/inferprobe/receiver/spanattr"
 	"github.com/inferprobe/inferprobe/scrape/vllm"
 )
 
 // SpanLatencyAttributes are the vLLM span attributes summarised per case (seconds on the
 // span, reported in ms). They are residency in the server's stages, not GPU time.
 var SpanLatencyAttributes = []string{
-	spanattr.AttrTimeInQueue,
-	spanattr.AttrTimeToFirstToken,
-	spanattr.AttrTimeInModelPrefill,
-	spanattr.AttrTimeInModelDecode,
-	spanattr.AttrTimeInModelInference,
-	spanattr.AttrE2E,
+	artifact.AttrTimeInQueue,
+	artifact.AttrTimeToFirstToken,
+	artifact.AttrTimeInModelPrefill,
+	artifact.AttrTimeInModelDecode,
+	artifact.AttrTimeInModelInference,
+	artifact.AttrE2E,
 }
 
 // spanNote labels the per-case span block.
@@ -66,13 +64,13 @@ type vllmResult struct {
 }
 
 // spanRecords decodes the artifact's infer.vllm_span records.
-func spanRecords(a *artifact.Artifact) ([]receiver.SpanRecord, error) {
-	var out []receiver.SpanRecord
+func spanRecords(a *artifact.Artifact) ([]artifact.VLLMSpan, error) {
+	var out []artifact.VLLMSpan
 	for i := range a.Others {
 		if a.Others[i].Kind.EventType != artifact.EventVLLMSpan {
 			continue
 		}
-		rec, err := receiver.DecodeSpanRecord(a.Others[i].JSON)
+		rec, err := artifact.DecodeVLLMSpan(a.Others[i].JSON)
 		if err != nil {
 			return nil, fmt.Errorf("%w: infer.vllm_span: %w", artifact.ErrInvalidArtifact, err)
 		}
@@ -87,7 +85,7 @@ const StateNotCollected = "not_collected"
 // spanCapability returns the artifact's span receiver capability record, nil without one.
 func spanCapability(a *artifact.Artifact) *artifact.Capabilities {
 	for i := range a.Capabilities {
-		if a.Capabilities[i].Component == receiver.CapabilityComponent {
+		if a.Capabilities[i].Component == artifact.ComponentVLLMSpans {
 			return &a.Capabilities[i]
 		}
 	}
@@ -98,7 +96,7 @@ func spanCapability(a *artifact.Artifact) *artifact.Capabilities {
 // spans (analyze --vllm-spans), and the server evidence of the span join. Scrapes give the
 // per-engine deltas (scrape/vllm); spans are joined to the requests (join) and summarised
 // per case. Errors: an undecodable scrape or span record (exit 5).
-func analyzeVLLM(in *Input, extra []receiver.SpanRecord) (*vllmResult, error) {
+func analyzeVLLM(in *Input, extra []artifact.VLLMSpan) (*vllmResult, error) {
 	a := in.Artifact
 	block, err := vllm.FromArtifact(a)
 	if err != nil {
@@ -116,13 +114,13 @@ func analyzeVLLM(in *Input, extra []receiver.SpanRecord) (*vllmResult, error) {
 	}
 	// Case blocks built without any scrape say nothing about metrics: the scraper was not
 	// configured, which is not a failed or missing scrape.
-	if scrapes, _ := vllm.ScrapesFromArtifact(a); len(scrapes) == 0 {
+	if scrapes, _ := artifact.VLLMScrapes(a); len(scrapes) == 0 {
 		for id := range block.Cases {
 			block.Cases[id] = &vllm.CaseBlock{State: StateNotCollected, Reasons: []string{}}
 		}
 	}
 	if block.Status != vllm.ReportCollected {
-		block.Status, block.ObservationScope, block.Note = vllm.ReportCollected, vllm.ObservationScope, vllm.Note
+		block.Status, block.ObservationScope, block.Note = vllm.ReportCollected, artifact.ScopeEngineAggregate, vllm.Note
 	}
 	if block.Cases == nil {
 		block.Cases = map[string]*vllm.CaseBlock{}
@@ -158,16 +156,7 @@ func analyzeVLLM(in *Input, extra []receiver.SpanRecord) (*vllmResult, error) {
 	sources := map[string]int{}
 	for i := range spans {
 		s := &spans[i]
-		js[i] = join.Span{Name: s.Name, Digest: s.ContentDigest(), Attributes: s.Attributes}
-		if s.TraceID != nil {
-			js[i].TraceID = *s.TraceID
-		}
-		if s.SpanID != nil {
-			js[i].SpanID = *s.SpanID
-		}
-		if id, ok := s.String(spanattr.AttrRequestID); ok {
-			js[i].GenAIRequestID = id
-		}
+		js[i] = join.SpanOf(s)
 		sources[s.Source]++
 	}
 	jr := join.Spans(reqs, js)

@@ -20,7 +20,7 @@ func FuzzRead(f *testing.F) {
 	f.Add([]byte(`{"EVENT_TYPE":"infer.slo","schema_version":1,"slo":{"x":1.0}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		lastLine := 0
-		st, err := Reader{MaxLineBytes: 1 << 16}.Read(bytes.NewReader(data), func(r Record) error {
+		st, err := Reader{MaxLineBytes: 1 << 16}.Read(bytes.NewReader(data), func(r Line) error {
 			if r.Line <= lastLine {
 				t.Fatalf("line %d after %d", r.Line, lastLine)
 			}
@@ -41,9 +41,9 @@ func FuzzRead(f *testing.F) {
 			if err != nil {
 				t.Fatalf("line %d: re-encoding %T: %v", r.Line, r.Value, err)
 			}
-			var again Record
+			var again Line
 			n := 0
-			if _, err := Read(bytes.NewReader(line1), func(r2 Record) error {
+			if _, err := Read(bytes.NewReader(line1), func(r2 Line) error {
 				again = r2
 				n++
 				return nil

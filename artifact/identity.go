@@ -108,3 +108,7 @@ func ClosingSession(sessionID string, host Host, started, ended time.Time, statu
 		},
 	}
 }
+
+// XRequestIDPrefix is the part of every X-Request-Id a run sends before the request id:
+// "inferprobe-<run_id>-". The full header is XRequestIDPrefix(runID) + request_id.
+func XRequestIDPrefix(runID string) string { return "inferprobe-" + runID + "-" }

@@ -53,6 +53,7 @@ const (
 	VLLMScrapeSchemaVersion      = 1
 	VLLMSpanSchemaVersion        = 1
 	TelemetrySampleSchemaVersion = 1
+	SystemSampleSchemaVersion    = 1
 )
 
 // Kinds of the records. KindVLLMScrape, KindVLLMSpan and KindRequestV2 have
@@ -70,18 +71,12 @@ var (
 	KindVLLMScrape      = Kind{EventVLLMScrape, VLLMScrapeSchemaVersion}
 	KindVLLMSpan        = Kind{EventVLLMSpan, VLLMSpanSchemaVersion}
 	KindTelemetrySample = Kind{EventTelemetrySample, TelemetrySampleSchemaVersion}
+	KindSystemSample    = Kind{EventSystemSample, SystemSampleSchemaVersion}
 	// KindRequestV2 is the correlation-model infer.request (stormlog.md §2.5,
 	// inference_correlation_v2.schema.json). The reader keeps it as *Raw; it
 	// is never decoded as a client Request.
 	KindRequestV2 = Kind{EventRequest, 2}
 )
-
-// Typed is implemented by every value the Writer can write with a known kind:
-// all record types of this package, *Raw, and Header (embed it in a record
-// type of another package to give it event_type and schema_version).
-type Typed interface {
-	RecordKind() Kind
-}
 
 // Header is the discriminator pair, for record types defined outside this
 // package: embed it as the first field so the JSON object starts with

@@ -43,8 +43,8 @@ func (e *LineError) Error() string {
 // Unwrap returns ErrInvalidArtifact and the underlying error.
 func (e *LineError) Unwrap() []error { return []error{ErrInvalidArtifact, e.Err} }
 
-// Record is one decoded line.
-type Record struct {
+// Line is one decoded line of an artifact.
+type Line struct {
 	// Line is the 1-based line number.
 	Line int
 	// Kind is the line's event_type and schema_version.
@@ -53,7 +53,7 @@ type Record struct {
 	// *CacheState, *PhaseWindow, *Request, *Capabilities, *ClockAlignment or
 	// *TelemetrySample for those kinds (the Kind* variables), and *Raw for every other kind,
 	// including infer.request v2 and lines without an event_type.
-	Value Typed
+	Value Record
 	// Raw is the line's text (surrounding whitespace removed). It is valid
 	// only during the callback; copy it to keep it.
 	Raw json.RawMessage
@@ -99,7 +99,7 @@ type Reader struct {
 
 // Read streams the artifact in r, calling fn for each record in file order;
 // see Reader.Read.
-func Read(r io.Reader, fn func(Record) error) (Stats, error) {
+func Read(r io.Reader, fn func(Line) error) (Stats, error) {
 	return Reader{}.Read(r, fn)
 }
 
@@ -114,7 +114,7 @@ func Read(r io.Reader, fn func(Record) error) (Stats, error) {
 // error — stops the read with a *LineError (or an error wrapping
 // ErrInvalidArtifact). An error returned by fn stops the read and is
 // returned as is. Memory use is bounded by one line.
-func (rd Reader) Read(r io.Reader, fn func(Record) error) (Stats, error) {
+func (rd Reader) Read(r io.Reader, fn func(Line) error) (Stats, error) {
 	maxLine := rd.MaxLineBytes
 	if maxLine <= 0 {
 		maxLine = MaxLineBytes
@@ -200,18 +200,18 @@ func readLine(br *bufio.Reader, acc *[]byte, maxLine int) ([]byte, bool, error) 
 
 // decodeLine decodes one non-blank line (whitespace trimmed). The returned
 // error has Line unset.
-func decodeLine(text []byte) (Record, *LineError) {
+func decodeLine(text []byte) (Line, *LineError) {
 	if text[0] != '{' {
 		if err := syntaxError(text); err != nil {
-			return Record{}, &LineError{Err: err}
+			return Line{}, &LineError{Err: err}
 		}
-		return Record{}, &LineError{Err: fmt.Errorf("not a JSON object (%s)", jsonTypeName(text[0]))}
+		return Line{}, &LineError{Err: fmt.Errorf("not a JSON object (%s)", jsonTypeName(text[0]))}
 	}
 	kind, lerr := parseKind(text)
 	if lerr != nil {
-		return Record{}, lerr
+		return Line{}, lerr
 	}
-	rec := Record{Kind: kind, Raw: text}
+	rec := Line{Kind: kind, Raw: text}
 	var err error
 	switch kind {
 	case KindSession:
@@ -241,12 +241,12 @@ func decodeLine(text []byte) (Record, *LineError) {
 		rec.Value, err = decodeAs[TelemetrySample](text)
 	default:
 		if err := syntaxError(text); err != nil {
-			return Record{}, &LineError{Err: err}
+			return Line{}, &LineError{Err: err}
 		}
 		rec.Value = &Raw{Kind: kind, JSON: bytes.Clone(text)}
 	}
 	if err != nil {
-		return Record{}, lineError(err)
+		return Line{}, lineError(err)
 	}
 	return rec, nil
 }
@@ -562,7 +562,7 @@ func ReadFileContext(ctx context.Context, path string) (*Artifact, error) {
 			strs[*s] = *s
 		}
 	}
-	st, err := Read(f, func(rec Record) error {
+	st, err := Read(f, func(rec Line) error {
 		if rec.Line%4096 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err

@@ -26,9 +26,9 @@ func artifactText(t testing.TB) string {
 	return b.String()
 }
 
-func readAll(text string) ([]Record, Stats, error) {
-	var recs []Record
-	st, err := Read(strings.NewReader(text), func(r Record) error {
+func readAll(text string) ([]Line, Stats, error) {
+	var recs []Line
+	st, err := Read(strings.NewReader(text), func(r Line) error {
 		r.Raw = bytes.Clone(r.Raw)
 		recs = append(recs, r)
 		return nil
@@ -186,18 +186,18 @@ func TestReadBlankLinesCRLFAndLimits(t *testing.T) {
 	}
 	// Line length bound.
 	long := `{"event_type":"infer.other","schema_version":1,"pad":"` + strings.Repeat("x", 300) + `"}`
-	_, err = Reader{MaxLineBytes: 200}.Read(strings.NewReader(`{"event_type":"infer.other","schema_version":1}`+"\n"+long+"\n"), func(Record) error { return nil })
+	_, err = Reader{MaxLineBytes: 200}.Read(strings.NewReader(`{"event_type":"infer.other","schema_version":1}`+"\n"+long+"\n"), func(Line) error { return nil })
 	var le *LineError
 	if !errors.As(err, &le) || le.Line != 2 || !strings.Contains(le.Error(), "longer than 200 bytes") {
 		t.Fatalf("long line: %v", err)
 	}
 	// Exactly at the bound is fine, even across the bufio buffer.
 	exact := `{"event_type":"infer.other","schema_version":1,"pad":"` + strings.Repeat("y", 400<<10) + `"}`
-	st, err = Reader{MaxLineBytes: len(exact)}.Read(strings.NewReader(exact+"\n"+exact), func(Record) error { return nil })
+	st, err = Reader{MaxLineBytes: len(exact)}.Read(strings.NewReader(exact+"\n"+exact), func(Line) error { return nil })
 	if err != nil || st.Records != 2 {
 		t.Fatalf("line at the bound: %v, %+v", err, st)
 	}
-	_, err = Reader{MaxLineBytes: len(exact) - 1}.Read(strings.NewReader(exact), func(Record) error { return nil })
+	_, err = Reader{MaxLineBytes: len(exact) - 1}.Read(strings.NewReader(exact), func(Line) error { return nil })
 	if !errors.As(err, &le) {
 		t.Fatalf("last line over the bound: %v", err)
 	}
@@ -206,7 +206,7 @@ func TestReadBlankLinesCRLFAndLimits(t *testing.T) {
 func TestReadCallbackErrorStops(t *testing.T) {
 	stop := errors.New("enough")
 	n := 0
-	_, err := Read(strings.NewReader(artifactText(t)), func(Record) error {
+	_, err := Read(strings.NewReader(artifactText(t)), func(Line) error {
 		n++
 		if n == 2 {
 			return stop
@@ -306,7 +306,7 @@ func BenchmarkReadRequests(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		st, err := Read(bytes.NewReader(data), func(Record) error { return nil })
+		st, err := Read(bytes.NewReader(data), func(Line) error { return nil })
 		if err != nil || st.Records != n {
 			b.Fatal(err)
 		}

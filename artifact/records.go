@@ -645,6 +645,13 @@ func (r Request) MarshalJSON() ([]byte, error) {
 	return withKind(KindRequest, p)
 }
 
+// Components of infer.capabilities: the vLLM /metrics scraper and the OTLP
+// span receiver.
+const (
+	ComponentVLLMMetrics = "vllm.metrics"
+	ComponentVLLMSpans   = "vllm.spans"
+)
+
 // Capabilities is the infer.capabilities v2 record: what a telemetry
 // component (vllm.metrics, vllm.spans, ...) exposed and what was collected
 // (stormlog.md §2.5, inference_correlation_v2.schema.json "capabilities").

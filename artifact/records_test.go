@@ -89,7 +89,7 @@ func sampleWorkload() Workload {
 }
 
 // sampleRecords is one of every typed record, in artifact order.
-func sampleRecords() []Typed {
+func sampleRecords() []Record {
 	host := Host{Name: "gpu-01", BootID: Ptr("4f1c9e1a-77a0-4f3d-9a5e-0b7d2a1c3e55")}
 	w := sampleWorkload()
 	slo := json.RawMessage(pySLOCanonical)
@@ -97,7 +97,7 @@ func sampleRecords() []Typed {
 	if err != nil {
 		panic(err)
 	}
-	return []Typed{
+	return []Record{
 		&Session{SessionID: testSession, TimestampNS: startNS, Status: StatusRunning, Config: &SessionConfig{
 			Endpoint: "http://127.0.0.1:8000/v1/chat/completions", Model: "m", Concurrency: []int64{8}, InputTokens: []int64{512},
 			OutputTokens: []int64{128}, RequestCount: Ptr(int64(200)), Stream: true, StreamIncludeUsage: true, Tokenizer: "auto",
@@ -163,8 +163,8 @@ func TestRoundTripEveryRecord(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	var got []Typed
-	st, err := Read(mustOpen(t, path), func(r Record) error {
+	var got []Record
+	st, err := Read(mustOpen(t, path), func(r Line) error {
 		got = append(got, r.Value)
 		return nil
 	})
@@ -236,7 +236,7 @@ func TestRequestNullIsNotZero(t *testing.T) {
 	zero.DispatchLagMS = Ptr(0.0)
 	zero.OutputTokens = Ptr(int64(0))
 	var got []*Request
-	_, err = Read(strings.NewReader(string(line)+"\n"+string(mustLine(t, zero))+"\n"), func(r Record) error {
+	_, err = Read(strings.NewReader(string(line)+"\n"+string(mustLine(t, zero))+"\n"), func(r Line) error {
 		got = append(got, r.Value.(*Request))
 		return nil
 	})

@@ -42,8 +42,8 @@ func TestTelemetrySampleRoundTrip(t *testing.T) {
 			t.Errorf("line lacks %s: %s", want, line)
 		}
 	}
-	var got []Typed
-	if _, err := Read(bytes.NewReader(line), func(r Record) error { got = append(got, r.Value); return nil }); err != nil {
+	var got []Record
+	if _, err := Read(bytes.NewReader(line), func(r Line) error { got = append(got, r.Value); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 1 {
@@ -60,7 +60,7 @@ func TestTelemetrySampleRoundTrip(t *testing.T) {
 
 func TestTelemetrySampleFloatValueIsLineError(t *testing.T) {
 	line := `{"event_type":"infer.telemetry_sample","schema_version":1,"value_bytes":1.5}`
-	_, err := Read(strings.NewReader(line+"\n"), func(Record) error { return nil })
+	_, err := Read(strings.NewReader(line+"\n"), func(Line) error { return nil })
 	le, ok := err.(*LineError)
 	if !ok || le.Field != "value_bytes" {
 		t.Fatalf("err = %v", err)

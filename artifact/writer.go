@@ -26,7 +26,7 @@ const (
 // ErrClosed is returned by Writer methods called after Close.
 var ErrClosed = errors.New("artifact: writer is closed")
 
-// Writer appends records to a JSONL artifact. One goroutine owns the file;
+// Writer appends records to a JSONL artifact; it is the run's first Sink. One goroutine owns the file;
 // Write may be called from any number of goroutines. Each record is encoded
 // by its caller into one complete line and queued; the owner appends lines
 // to a buffer and writes the buffer, always ending at a line boundary, when
@@ -84,7 +84,12 @@ func (w *Writer) Path() string { return w.path }
 // owner goroutine met writing the file (after which nothing more is
 // written). A nil return means the line is queued, not that it is on disk:
 // call Flush or Close for that. Write blocks while the queue is full.
-func (w *Writer) Write(rec any) error {
+// Transient records are not part of the artifact: Write skips them and
+// returns nil, also after Close.
+func (w *Writer) Write(rec Record) error {
+	if IsTransient(rec) {
+		return nil
+	}
 	line, err := MarshalLine(rec)
 	if err != nil {
 		return err

@@ -45,7 +45,7 @@ func TestWriterConcurrentWritersEveryLineOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	next := make([]int, producers)
-	st, err := Read(mustOpen(t, path), func(r Record) error {
+	st, err := Read(mustOpen(t, path), func(r Line) error {
 		var p, i int
 		if _, err := fmt.Sscanf(r.Value.(*Request).RequestID, "p%d_%d", &p, &i); err != nil {
 			return err
@@ -120,7 +120,7 @@ func TestWriterCloseRacesWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
-	st, err := Read(mustOpen(t, path), func(Record) error { return nil })
+	st, err := Read(mustOpen(t, path), func(Line) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,13 +209,20 @@ func TestNewWriterTruncatesAndFailsCleanly(t *testing.T) {
 	}
 }
 
+// headerless claims a kind but encodes without event_type and schema_version.
+type headerless struct {
+	No string `json:"no"`
+}
+
+func (headerless) RecordKind() Kind { return KindRequest }
+
 func TestWriterRejectsBadRecordsWithoutStopping(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "a.jsonl")
 	w, err := NewWriter(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Write(map[string]string{"no": "header"}); err == nil {
+	if err := w.Write(headerless{No: "header"}); err == nil {
 		t.Fatal("headerless record accepted")
 	}
 	if err := w.Write(sampleRequest()); err != nil {
@@ -224,7 +231,7 @@ func TestWriterRejectsBadRecordsWithoutStopping(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	st, err := Read(mustOpen(t, path), func(Record) error { return nil })
+	st, err := Read(mustOpen(t, path), func(Line) error { return nil })
 	if err != nil || st.Records != 1 {
 		t.Fatalf("records %d, %v", st.Records, err)
 	}
@@ -347,7 +354,7 @@ func TestSIGKILLLeavesEveryCompleteLineParseable(t *testing.T) {
 		mu.Unlock()
 
 		next := make([]int64, killProducers)
-		st, err := Read(mustOpen(t, path), func(r Record) error {
+		st, err := Read(mustOpen(t, path), func(r Line) error {
 			req, ok := r.Value.(*Request)
 			if !ok {
 				return fmt.Errorf("line %d is %s", r.Line, r.Kind)

@@ -547,20 +547,24 @@ func loadTarget(key string, t TargetFile) (*Target, error) {
 		tg.MetricsURL = t.MetricsURL
 	}
 	if tg.MetricsURL != "" {
-		if _, err := tg.scraper("", "", ""); err != nil {
+		if _, err := tg.scraper(); err != nil {
 			return nil, cfgErr(key+".metrics_url", "%v", err)
 		}
 	}
 	return tg, nil
 }
 
-// scraper returns a vLLM /metrics scraper of the target for one run (or the health loop).
-func (t *Target) scraper(sessionID, runID, clockDomain string) (*vllm.Scraper, error) {
-	return vllm.NewScraper(vllm.Config{
+// scrapeConfig is the target's vLLM /metrics scraper configuration (a run's pipeline adds
+// its session, run and clock domain).
+func (t *Target) scrapeConfig() vllm.Config {
+	return vllm.Config{
 		URL: t.MetricsURL, Endpoint: t.Endpoint, APIKey: t.apiKey, Timeout: min(t.ScrapeInterval, 10*time.Second),
-		Interval: t.ScrapeInterval, SessionID: sessionID, RunID: runID, ClockDomain: clockDomain,
-	})
+		Interval: t.ScrapeInterval,
+	}
 }
+
+// scraper returns a vLLM /metrics scraper of the target for the health loop.
+func (t *Target) scraper() (*vllm.Scraper, error) { return vllm.NewScraper(t.scrapeConfig()) }
 
 func loadProbe(key string, p ProbeFile, targets map[string]*Target, slos map[string]*SLO, parse WorkloadParser) (*Probe, error) {
 	if !nameRe.MatchString(p.Name) {

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"reflect"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,9 +15,10 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/inferprobe/inferprobe/analyze"
+	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/exporter"
+	"github.com/inferprobe/inferprobe/join"
 	"github.com/inferprobe/inferprobe/receiver"
-	"github.com/inferprobe/inferprobe/receiver/spanattr"
 	"github.com/inferprobe/inferprobe/scrape/vllm"
 )
 
@@ -55,9 +55,9 @@ type Daemon struct {
 	exp     atomic.Pointer[exporter.Exporter]
 	loops   map[string]*probeLoop  // by probe name
 	scrapes map[string]*scrapeLoop // by target name
-	routes  map[string]*route      // by run id: runs still accepting spans
 
 	recv      *receiver.Receiver
+	feed      *spanFeed // routes the receiver's spans to the runs
 	metricsLn net.Listener
 	metrics   *http.Server
 	otlpLn    net.Listener
@@ -79,7 +79,8 @@ func New(cfg *Config, opts Options) *Daemon {
 		opts.Logger = slog.Default()
 	}
 	d := &Daemon{opts: opts, log: opts.Logger, cfg: cfg, loops: map[string]*probeLoop{}, scrapes: map[string]*scrapeLoop{},
-		routes: map[string]*route{}, serveErr: make(chan error, 2)}
+		serveErr: make(chan error, 2)}
+	d.feed = &spanFeed{d: d, runs: map[string]artifact.Sink{}}
 	d.exp.Store(d.newExporter(cfg))
 	return d
 }
@@ -89,11 +90,13 @@ func (d *Daemon) Exporter() *exporter.Exporter { return d.exp.Load() }
 
 func (d *Daemon) newExporter(cfg *Config) *exporter.Exporter {
 	e := exporter.New(exporter.Options{Thresholds: cfg.Thresholds(), Version: d.opts.Version})
-	e.WatchReceiver(func() receiver.Stats {
+	e.WatchReceiver(func() exporter.ReceiverCounts {
 		if d.recv == nil {
-			return receiver.Stats{}
+			return exporter.ReceiverCounts{}
 		}
-		return d.recv.Stats()
+		s := d.recv.Stats()
+		return exporter.ReceiverCounts{HTTPProtobuf: s.SpansHTTPProtobuf, HTTPJSON: s.SpansHTTPJSON, GRPC: s.SpansGRPC,
+			Rejected: s.SpansRejected, Dropped: s.SpansDropped}
 	})
 	e.WatchReload(d.reloadOK.Load, func() float64 { return float64(d.lastReload.Load()) / 1e9 })
 	return e
@@ -132,7 +135,7 @@ func (d *Daemon) Start(ctx context.Context) error {
 	d.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
 	if cfg.HTTPListen != "" || cfg.GRPCListen != "" {
-		d.recv = receiver.New(receiver.Options{Consume: d.consumeSpan, Logger: d.log})
+		d.recv = receiver.New(receiver.Options{Sink: d.feed, Logger: d.log})
 		// A configured listener that cannot bind stops the start, like /metrics: a daemon
 		// that silently received no spans would leave the span-join alerts blind.
 		if err := d.recv.Listen(ctx, "", cfg.GRPCListen); err != nil {
@@ -327,7 +330,7 @@ func (d *Daemon) apply(cfg, old *Config) {
 		if d.scrapes[name] != nil {
 			continue
 		}
-		sc, err := t.scraper("", "", "")
+		sc, err := t.scraper()
 		if err != nil {
 			d.log.Error("target metrics cannot be scraped", "target", name, "err", err)
 			continue
@@ -387,82 +390,62 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// route is a probe run accepting spans.
-type route struct {
-	runID     string
-	sessionID string
-	prefix    string // "inferprobe-<run_id>-"
-	write     func(any) error
-	sink      *exporter.Run
-	traces    sync.Map // trace id → struct{}
+// spanFeed is the daemon's run.SpanFeed and the sink of its one receiver: each delivered span
+// goes to the run the join's Router says it belongs to; the rest count as unrouted.
+type spanFeed struct {
+	d      *Daemon
+	router join.Router
 
-	// mu is held (read) while a span is written; closed is set by removeRoute under it, so
-	// that no span reaches the run after its route is gone (after its final session record).
-	mu     sync.RWMutex
-	closed bool
+	mu   sync.RWMutex // held (read) while a span is delivered, so detach waits for it
+	runs map[string]artifact.Sink
 }
 
-func (d *Daemon) addRoute(r *route) {
-	d.mu.Lock()
-	d.routes[r.runID] = r
-	d.mu.Unlock()
+// Addrs are the bound receiver addresses.
+func (f *spanFeed) Addrs() (string, string) { return f.d.OTLPHTTPAddr(), f.d.OTLPGRPCAddr() }
+
+// Attach routes run runID's spans into spans until detach.
+func (f *spanFeed) Attach(runID string, spans artifact.Sink) (artifact.Sink, func()) {
+	rt := f.router.Add(runID)
+	f.mu.Lock()
+	f.runs[runID] = spans
+	f.mu.Unlock()
+	return rt, func() {
+		rt.Remove()
+		f.mu.Lock()
+		delete(f.runs, runID)
+		f.mu.Unlock()
+	}
 }
 
-// removeRoute stops routing spans to r; it returns once no span is being written to it.
-func (d *Daemon) removeRoute(r *route) {
-	d.mu.Lock()
-	delete(d.routes, r.runID)
-	d.mu.Unlock()
-	r.mu.Lock()
-	r.closed = true
-	r.mu.Unlock()
+// Capabilities is the receiver's capability record for a run's artifact.
+func (f *spanFeed) Capabilities(ctx artifact.Context) artifact.Capabilities {
+	return f.d.recv.Capabilities(ctx)
 }
 
-// consumeSpan routes a delivered span to the run whose X-Request-Id (any of vLLM's forms of
-// gen_ai.request.id) or trace id it carries; the rest count as unrouted.
-func (d *Daemon) consumeSpan(rec receiver.SpanRecord) {
-	d.mu.Lock()
-	var target *route
-	if id, ok := rec.String(spanattr.AttrRequestID); ok {
-	search:
-		for _, c := range receiver.CandidateRequestIDs(id) {
-			if !strings.HasPrefix(c, "inferprobe-") {
-				continue
-			}
-			for _, r := range d.routes {
-				if strings.HasPrefix(c, r.prefix) {
-					target = r
-					break search
-				}
-			}
-		}
+// Write routes one delivered span (the receiver's sink).
+func (f *spanFeed) Write(rec artifact.Record) error {
+	span, ok := rec.(*artifact.VLLMSpan)
+	if !ok {
+		return nil
 	}
-	if target == nil && rec.TraceID != nil {
-		for _, r := range d.routes {
-			if _, ok := r.traces.Load(*rec.TraceID); ok {
-				target = r
-				break
-			}
-		}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var sink artifact.Sink
+	if runID, ok := f.router.Route(span); ok {
+		sink = f.runs[runID]
 	}
-	d.mu.Unlock()
-	if target != nil {
-		target.mu.RLock()
-		defer target.mu.RUnlock()
-		if target.closed {
-			target = nil // removed meanwhile
-		}
+	if sink == nil {
+		f.d.exp.Load().SpanUnrouted()
+		return nil
 	}
-	if target == nil {
-		d.exp.Load().SpanUnrouted()
-		return
+	if err := sink.Write(span); err != nil {
+		f.d.log.Warn("a span could not be written to its run's artifact", "run_id", span.RunID, "err", err)
 	}
-	rec.SessionID, rec.RunID = target.sessionID, target.runID
-	if err := target.write(rec); err != nil {
-		d.log.Warn("a span could not be written to its run's artifact", "run_id", target.runID, "err", err)
-	}
-	_ = target.sink.Write(rec)
+	return nil
 }
+
+// Close does nothing: the receiver never closes its sink.
+func (f *spanFeed) Close() error { return nil }
 
 // scrapeLoop scrapes one target's vLLM /metrics for inferprobe_scrape_up / _duration_seconds.
 type scrapeLoop struct {
@@ -487,7 +470,7 @@ func (s *scrapeLoop) run() {
 	t := time.NewTicker(s.t.ScrapeInterval)
 	defer t.Stop()
 	for {
-		rec := s.s.Scrape(ctx, vllm.MarkerManual, "", "")
+		rec := s.s.Scrape(ctx, artifact.ScrapeMarkerManual, "", "")
 		if ctx.Err() != nil {
 			return
 		}

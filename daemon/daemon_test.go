@@ -18,26 +18,25 @@ import (
 
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/exporter"
-	"github.com/inferprobe/inferprobe/receiver"
-	"github.com/inferprobe/inferprobe/receiver/spanattr"
+	"github.com/inferprobe/inferprobe/join"
 	"github.com/inferprobe/inferprobe/sim"
 )
 
 var simModel = sim.DefaultConfig().Model
 
 // readArtifact reads a run's artifact and its spans.
-func readArtifact(t *testing.T, path string) (*artifact.Artifact, []receiver.SpanRecord) {
+func readArtifact(t *testing.T, path string) (*artifact.Artifact, []artifact.VLLMSpan) {
 	t.Helper()
 	a, err := artifact.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var spans []receiver.SpanRecord
+	var spans []artifact.VLLMSpan
 	for _, r := range a.Others {
 		if r.Kind != artifact.KindVLLMSpan {
 			continue
 		}
-		s, err := receiver.DecodeSpanRecord(r.JSON)
+		s, err := artifact.DecodeVLLMSpan(r.JSON)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,9 +86,9 @@ func checkRunArtifact(t *testing.T, res RunResult, dir string, wantMeasured int)
 		if s.SessionID != fin.SessionID || s.RunID != res.RunID {
 			t.Fatalf("span of session %q run %q in the artifact of session %q run %q", s.SessionID, s.RunID, fin.SessionID, res.RunID)
 		}
-		id, _ := s.String(spanattr.AttrRequestID)
+		id, _ := s.String(artifact.AttrRequestID)
 		found := false
-		for _, c := range receiver.CandidateRequestIDs(id) {
+		for _, c := range join.CandidateRequestIDs(id) {
 			found = found || xrids[c]
 		}
 		if !found {
@@ -219,39 +218,38 @@ probes:
 	}
 }
 
-// TestConsumeSpanRouting: a span goes to the run whose X-Request-Id prefix (in any of vLLM's
-// forms) or trace id it carries, stamped with that run's ids; others, and spans of removed
-// routes, are unrouted.
-func TestConsumeSpanRouting(t *testing.T) {
+// TestSpanFeedRouting: a span goes to the run whose X-Request-Id prefix (in any of vLLM's
+// forms) or trace id (learnt from the run's records) it carries; others, and spans of
+// detached runs, are unrouted.
+func TestSpanFeedRouting(t *testing.T) {
 	cfg := mustParse(t, baseYAML)
 	d := New(cfg, Options{Parse: testParser, Logger: quietLogger()})
 	type got struct {
 		run string
-		rec receiver.SpanRecord
+		rec *artifact.VLLMSpan
 	}
 	var mu sync.Mutex
 	var written []got
-	mk := func(runID, session string) *route {
-		rt := &route{runID: runID, sessionID: session, prefix: "inferprobe-" + runID + "-",
-			sink: d.Exporter().StartRun(exporter.Labels{Target: "vllm", Model: "opt", Probe: "steady"})}
-		rt.write = func(rec any) error {
+	attach := func(runID string) (artifact.Sink, func()) {
+		return d.feed.Attach(runID, artifact.SinkFunc(func(rec artifact.Record) error {
 			mu.Lock()
 			defer mu.Unlock()
-			written = append(written, got{runID, rec.(receiver.SpanRecord)})
+			written = append(written, got{runID, rec.(*artifact.VLLMSpan)})
 			return nil
-		}
-		d.addRoute(rt)
-		return rt
+		}))
 	}
 	// Run ids are UUIDs (uuid.NewString in execute).
 	const ra, rb = "9b2f4c1e-0a7d-4f3e-9c51-6f0e2d8b1a01", "9b2f4c1e-0a7d-4f3e-9c51-6f0e2d8b1a02"
-	a := mk(ra, "session-a")
-	b := mk(rb, "session-b")
-	b.traces.Store("0123456789abcdef0123456789abcdef", struct{}{})
-	span := func(id string, trace string) receiver.SpanRecord {
-		s := receiver.SpanRecord{Name: spanattr.RequestSpanName, Attributes: map[string]any{}}
+	_, detachA := attach(ra)
+	recordsB, detachB := attach(rb)
+	defer detachB()
+	if err := recordsB.Write(&artifact.RequestSent{CaseID: "c1", TraceID: "0123456789abcdef0123456789abcdef"}); err != nil {
+		t.Fatal(err)
+	}
+	span := func(id string, trace string) *artifact.VLLMSpan {
+		s := &artifact.VLLMSpan{Name: artifact.RequestSpanName, Attributes: map[string]any{}}
 		if id != "" {
-			s.Attributes[spanattr.AttrRequestID] = id
+			s.Attributes[artifact.AttrRequestID] = id
 		}
 		if trace != "" {
 			s.TraceID = &trace
@@ -262,34 +260,36 @@ func TestConsumeSpanRouting(t *testing.T) {
 		v, _ := metric(t, d, "inferprobe_receiver_spans_unrouted_total", nil)
 		return v
 	}
-	d.consumeSpan(span("chatcmpl-inferprobe-"+ra+"-c1_in32_out8_measured_0_3", ""))
-	d.consumeSpan(span("inferprobe-"+rb+"-c1_in32_out8_warmup_0_1-1a2b3c4d", ""))
-	d.consumeSpan(span("chatcmpl-x", "0123456789abcdef0123456789abcdef"))
-	d.consumeSpan(span("inferprobe-"+ra[:35]+"3-c1_in32_out8_measured_0_1", "ffffffffffffffffffffffffffffffff"))
-	d.consumeSpan(span("", ""))
+	for _, s := range []*artifact.VLLMSpan{
+		span("chatcmpl-inferprobe-"+ra+"-c1_in32_out8_measured_0_3", ""),
+		span("inferprobe-"+rb+"-c1_in32_out8_warmup_0_1-1a2b3c4d", ""),
+		span("chatcmpl-x", "0123456789abcdef0123456789abcdef"),
+		span("inferprobe-"+ra[:35]+"3-c1_in32_out8_measured_0_1", "ffffffffffffffffffffffffffffffff"),
+		span("", ""),
+	} {
+		if err := d.feed.Write(s); err != nil {
+			t.Fatal(err)
+		}
+	}
 	mu.Lock()
 	if len(written) != 3 || written[0].run != ra || written[1].run != rb || written[2].run != rb {
 		t.Fatalf("routed %+v", written)
-	}
-	for _, w := range written {
-		want := map[string]string{ra: "session-a", rb: "session-b"}[w.run]
-		if w.rec.RunID != w.run || w.rec.SessionID != want {
-			t.Fatalf("span routed to %s stamped %q/%q", w.run, w.rec.SessionID, w.rec.RunID)
-		}
 	}
 	mu.Unlock()
 	if u := unrouted(); u != 2 {
 		t.Fatalf("unrouted %v, want 2", u)
 	}
-	d.removeRoute(a)
-	d.consumeSpan(span("chatcmpl-inferprobe-"+ra+"-c1_in32_out8_measured_0_4", ""))
+	detachA()
+	if err := d.feed.Write(span("chatcmpl-inferprobe-"+ra+"-c1_in32_out8_measured_0_4", "")); err != nil {
+		t.Fatal(err)
+	}
 	if u := unrouted(); u != 3 {
-		t.Fatalf("a span of a removed route: unrouted %v, want 3", u)
+		t.Fatalf("a span of a detached run: unrouted %v, want 3", u)
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	if len(written) != 3 {
-		t.Fatalf("a span was written after its route was removed: %+v", written[3:])
+		t.Fatalf("a span was written after its run was detached: %+v", written[3:])
 	}
 }
 

@@ -1,8 +1,6 @@
 package daemon
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -15,13 +13,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/exporter"
-	"github.com/inferprobe/inferprobe/loadgen"
-	"github.com/inferprobe/inferprobe/loadgen/client"
-	"github.com/inferprobe/inferprobe/scrape/collect"
-	"github.com/inferprobe/inferprobe/scrape/vllm"
+	"github.com/inferprobe/inferprobe/run"
 )
 
 // runLength is the expected length of one run (continuous probes start the next at its
@@ -59,9 +53,9 @@ type probeLoop struct {
 	wake chan struct{} // closed by stop
 	done chan struct{}
 
-	mu      sync.Mutex
-	runner  *loadgen.Runner
-	stopped bool
+	mu       sync.Mutex
+	pipeline *run.Pipeline
+	stopped  bool
 }
 
 func (l *probeLoop) labels() exporter.Labels {
@@ -74,8 +68,8 @@ func (l *probeLoop) stop() {
 		close(l.wake)
 		l.mu.Lock()
 		l.stopped = true
-		if l.runner != nil {
-			l.runner.Stop()
+		if l.pipeline != nil {
+			l.pipeline.Stop()
 		}
 		l.mu.Unlock()
 	})
@@ -133,31 +127,6 @@ func (l *probeLoop) run() {
 	}
 }
 
-// fanout writes every record to the artifact, then to the exporter; it registers the trace id
-// of each request for span routing and counts requests for the session summary.
-type fanout struct {
-	w        *artifact.Writer
-	run      *exporter.Run
-	rt       *route
-	requests atomic.Int64
-	ok       atomic.Int64 // requests with status ok
-}
-
-func (f *fanout) Write(rec any) error {
-	err := f.w.Write(rec)
-	if r, ok := rec.(*artifact.Request); ok && err == nil {
-		f.requests.Add(1)
-		if r.Status == artifact.RequestOK {
-			f.ok.Add(1)
-		}
-		if r.TraceID != nil {
-			f.rt.traces.Store(*r.TraceID, struct{}{})
-		}
-	}
-	_ = f.run.Write(rec)
-	return err
-}
-
 // runOne runs the probe once: one artifact, written like `inferprobe profile` writes it. It
 // reports whether the run started and had a successful request.
 func (l *probeLoop) runOne() bool {
@@ -175,166 +144,51 @@ func (l *probeLoop) runOne() bool {
 	if d.opts.OnRunEnd != nil {
 		d.opts.OnRunEnd(res)
 	}
-	return res.Outcome != exporter.RunFailed && ok > 0
+	return res.Outcome != exporter.RunFailed && ok
 }
 
-// execute runs the probe once under the artifact settings of dcfg; it returns the run and
-// its number of successful requests.
-func (l *probeLoop) execute(dcfg *Config) (RunResult, int64) {
-	d, p, exp := l.d, l.p, l.exp
-	labels := l.labels()
+// execute runs the probe once under the artifact settings of dcfg, through the run pipeline
+// (one artifact, written as `inferprobe profile` writes it, the exporter's run as a sink and
+// the daemon's receiver feeding the run its routed spans); it returns the run and whether a
+// measured request succeeded.
+func (l *probeLoop) execute(dcfg *Config) (RunResult, bool) {
+	d, p := l.d, l.p
 	cfg := *p.Workload
 	cfg.RunID = uuid.NewString()
-	res := RunResult{Probe: p.Name, RunID: cfg.RunID}
 	started := time.Now()
-	path := filepath.Join(dcfg.ArtifactDir, p.Name, started.UTC().Format("20060102T150405.000Z")+"-"+cfg.RunID[:8]+".jsonl")
-	w, err := artifact.NewWriter(path)
-	if err != nil {
-		exp.StartRun(labels).Finish(exporter.RunFailed, time.Now(), nil)
-		res.Outcome, res.Err = exporter.RunFailed, err
-		return res, 0
-	}
-	res.Path = path
-	warn := func(msg string) { d.log.Warn(msg, "probe", p.Name, "run_id", cfg.RunID) }
-	sessionID := artifact.NewSessionID()
-	host := artifact.HostIdentity()
-	header := artifact.NewArtifactHeader(cfg.RunID, sessionID, d.opts.Version, started.UnixNano(), host, os.Getpid())
-
-	sc := cfg.SessionConfig(p.TokName)
-	sc.SystemSampler = collect.SamplerNone
-	var scraper *vllm.Scraper
-	var sampler *vllm.PhaseSampler
-	if p.Target.MetricsURL != "" {
-		if scraper, err = p.Target.scraper(sessionID, cfg.RunID, host.ClockDomain()); err == nil {
-			sampler = vllm.NewPhaseSampler(scraper, w, warn)
-			sc.VLLMMetrics = &artifact.VLLMMetricsConfig{
-				URL: scraper.SourceURL(), IntervalSeconds: scraper.Interval().Seconds(),
-				TimeoutSeconds: scraper.Timeout().Seconds(), Authorization: scraper.Authorization(),
-			}
-		}
-	}
-	if d.recv != nil {
-		sc.VLLMSpans, _ = json.Marshal(map[string]any{
-			"http_listen": d.OTLPHTTPAddr(), "grpc_listen": d.OTLPGRPCAddr(), "drain_seconds": p.SpansDrain.Seconds(),
-		})
-	}
-	fail := func(err error) (RunResult, int64) {
-		_ = w.Close()
-		exp.StartRun(labels).Finish(exporter.RunFailed, time.Now(), nil)
-		res.Outcome, res.Err = exporter.RunFailed, err
-		return res, 0
-	}
-	workload, err := cfg.WorkloadRecord(sessionID, p.Tokenizer)
-	if err != nil {
-		return fail(err)
-	}
-	head := []any{
-		&artifact.Session{SessionID: sessionID, TimestampNS: started.UnixNano(), Status: artifact.StatusRunning, Config: sc},
-		header, workload,
+	spec := run.Spec{
+		Workload: &cfg, Tokenizer: p.Tokenizer, TokenizerName: p.TokName, Version: d.opts.Version,
+		Output:          filepath.Join(dcfg.ArtifactDir, p.Name, started.UTC().Format("20060102T150405.000Z")+"-"+cfg.RunID[:8]+".jsonl"),
+		Sinks:           []artifact.Sink{l.exp.StartRun(l.labels())},
+		Warn:            func(msg string) { d.log.Warn(msg, "probe", p.Name, "run_id", cfg.RunID) },
+		AnalysisTimeout: 5 * time.Minute,
 	}
 	if p.SLO != nil {
-		doc, err := json.Marshal(p.SLO.Policy.Document())
-		if err != nil {
-			return fail(err)
-		}
-		head = append(head, &artifact.SLORecord{SessionID: sessionID, Source: p.SLO.Source, Digest: p.SLO.Policy.Digest(), SLO: doc})
+		spec.SLO = &run.SLO{Policy: p.SLO.Policy, Source: p.SLO.Source}
 	}
-	for _, rec := range head {
-		if err := w.Write(rec); err != nil {
-			return fail(err)
-		}
-	}
-
-	run := exp.StartRun(labels)
-	rt := &route{runID: cfg.RunID, sessionID: sessionID, prefix: "inferprobe-" + cfg.RunID + "-", write: w.Write, sink: run}
-	sink := &fanout{w: w, run: run, rt: rt}
-	d.addRoute(rt)
-	hooks := loadgen.Hooks{
-		Sent: func(loadgen.Case, string) { run.Sent() },
-		Request: func(_ loadgen.Case, _ string, st client.Outcome) {
-			if st != client.Dropped {
-				run.Ended()
-			}
-		},
-		Warn: warn,
-	}
-	if sampler != nil {
-		hooks.PhaseStart, hooks.PhaseEnd = sampler.PhaseStart, sampler.PhaseEnd
-	}
-	conns := 0
-	for _, c := range cfg.Concurrency {
-		conns = max(conns, c)
-	}
-	if cfg.OpenLoop() {
-		conns = cfg.MaxInFlight
-	}
-	hc := client.New(client.Options{MaxConnsPerHost: conns, Timeout: cfg.Timeout})
-	runner := loadgen.NewRunner(&cfg, hc, p.Tokenizer, sink, sessionID, hooks)
-	l.mu.Lock()
-	if l.stopped {
-		runner.Stop()
-	}
-	l.runner = runner
-	l.mu.Unlock()
-	runErr := runner.Run(d.runCtx)
-	l.mu.Lock()
-	l.runner = nil
-	l.mu.Unlock()
-	hc.CloseIdle()
-	stopped := errors.Is(runErr, loadgen.ErrStopped) || d.runCtx.Err() != nil
-
-	var errs []error
-	if sampler != nil {
-		sampler.Close()
-		errs = append(errs, sampler.WriteErr(), w.Write(scraper.Capabilities(header.Context, sampler.Tally())))
+	if p.Target.MetricsURL != "" {
+		mc := p.Target.scrapeConfig()
+		spec.Metrics = &mc
 	}
 	if d.recv != nil {
-		// The spans of the run's last requests are still in the server's export batch: a
-		// graceful stop waits for them too; only a hard stop cuts the drain.
-		if d.runCtx.Err() == nil && p.SpansDrain > 0 {
-			t := time.NewTimer(p.SpansDrain)
-			select {
-			case <-t.C:
-			case <-d.runCtx.Done():
-				t.Stop()
-			}
-		}
-		d.removeRoute(rt)
-		errs = append(errs, w.Write(d.recv.Capabilities(header.Context)))
-	} else {
-		d.removeRoute(rt)
+		spec.Spans, spec.SpansDrain = d.feed, p.SpansDrain
 	}
-	status := artifact.StatusCompleted
-	var errText *string
-	switch {
-	case stopped:
-		status = artifact.StatusInterrupted
-	case runErr != nil:
-		status = artifact.StatusIncomplete
-		errText = artifact.Ptr(runErr.Error())
+	pl := run.New(spec)
+	l.mu.Lock()
+	if l.stopped {
+		pl.Stop()
 	}
-	if err := errors.Join(errs...); err != nil && status == artifact.StatusCompleted {
-		status, errText = artifact.StatusIncomplete, artifact.Ptr(err.Error())
+	l.pipeline = pl
+	l.mu.Unlock()
+	res := pl.Execute(d.runCtx)
+	l.mu.Lock()
+	l.pipeline = nil
+	l.mu.Unlock()
+	out := RunResult{Probe: p.Name, RunID: cfg.RunID, Path: res.Path, Outcome: res.Status, Report: res.Report, Err: res.Err}
+	if res.ReportErr != nil && res.Path != "" {
+		d.log.Warn("the probe run's artifact could not be analysed", "probe", p.Name, "artifact", res.Path, "err", res.ReportErr)
 	}
-	ended := time.Now()
-	last := artifact.ClosingSession(sessionID, host, started, ended, status, sink.requests.Load(), errText)
-	errs = append(errs, w.Write(last), w.Close())
-	res.Outcome = status
-	if runErr != nil && !stopped {
-		res.Err = runErr
-	} else if err := errors.Join(errs...); err != nil {
-		res.Err = err
-	}
-	actx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	rep, aerr := loadgen.AnalyzeArtifact(actx, path, analyze.Options{})
-	if aerr != nil {
-		d.log.Warn("the probe run's artifact could not be analysed", "probe", p.Name, "artifact", path, "err", aerr)
-		rep = nil
-	}
-	res.Report = rep
-	run.Finish(status, ended, rep)
-	return res, sink.ok.Load()
+	return out, res.Succeeded()
 }
 
 // retain removes a probe's oldest artifacts beyond keep (0: no limit) and those last

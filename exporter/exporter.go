@@ -23,6 +23,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -56,11 +57,11 @@ func (l Labels) match() prometheus.Labels {
 // Histogram keys: the SLO criterion key a histogram carries ("client.ttft", …, as in
 // `--slo KEY:MS`), plus the non-criterion ones.
 const (
-	KeyTTFT             = "client.ttft"
-	KeyTTFTFromIntended = "client.ttft_from_intended"
-	KeyE2E              = "client.e2e"
-	KeyE2EFromIntended  = "client.e2e_from_intended"
-	KeyTPOT             = "client.tpot"
+	KeyTTFT             = artifact.MetricTTFT
+	KeyTTFTFromIntended = artifact.MetricTTFTFromIntended
+	KeyE2E              = artifact.MetricE2E
+	KeyE2EFromIntended  = artifact.MetricE2EFromIntended
+	KeyTPOT             = artifact.MetricTPOT
 	KeyDispatchLag      = "dispatch_lag"
 	KeyServerQueue      = "server.queue"
 	KeyServerPrefill    = "server.prefill"
@@ -251,7 +252,7 @@ func (e *Exporter) SetProbeConfig(l Labels, intervalSeconds float64, slo string,
 	e.interval.WithLabelValues(l.values()...).Set(intervalSeconds)
 	e.running.WithLabelValues(l.values()...).Add(0)
 	e.inFlight.WithLabelValues(l.values()...).Add(0)
-	for _, st := range []string{"completed", "interrupted", "incomplete", "failed"} {
+	for _, st := range []string{RunCompleted, RunInterrupted, RunIncomplete, RunFailed} {
 		e.probeRuns.WithLabelValues(l.values(st)...).Add(0)
 	}
 	e.sloObjective.DeletePartialMatch(l.match())
@@ -370,7 +371,7 @@ func (e *Exporter) InitCases(l Labels, slo string, cases []string) {
 		if slo == "" {
 			continue
 		}
-		for _, o := range []string{"met", "missed", "unknown"} {
+		for _, o := range []string{OutcomeMet, OutcomeMissed, OutcomeUnknown} {
 			e.sloRequests.WithLabelValues(l.values(c, slo, o)...).Add(0)
 		}
 	}

@@ -18,9 +18,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
-	"github.com/inferprobe/inferprobe/receiver"
 )
 
 // catalogue is every inferprobe_ family of metrics-catalogue.md with its label names.
@@ -68,32 +66,36 @@ func feedAll(t *testing.T, e *Exporter, l Labels) {
 	r := e.StartRun(l)
 	for i := range 6 {
 		rec := okRequest("caseA", artifact.PhaseMeasured, i)
-		r.Sent()
-		if err := r.Write(rec); err != nil {
-			t.Fatal(err)
-		}
-		r.Ended()
-		if err := r.Write(span("chatcmpl-"+*rec.XRequestID, "", float64(i+1))); err != nil {
-			t.Fatal(err)
+		for _, rec := range []artifact.Record{sent(rec), rec, span("chatcmpl-"+*rec.XRequestID, "", float64(i+1))} {
+			if err := r.Write(rec); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	for i, st := range []string{artifact.RequestTimeout, artifact.RequestRejected, artifact.RequestUnreachable,
 		artifact.RequestDeliveryUnknown, artifact.RequestError, artifact.RequestDropped, artifact.RequestCancelled} {
-		_ = r.Write(failedRequest("caseA", artifact.PhaseMeasured, 20+i, st))
+		rec := failedRequest("caseA", artifact.PhaseMeasured, 20+i, st)
+		if st != artifact.RequestDropped {
+			_ = r.Write(sent(rec))
+		}
+		_ = r.Write(rec)
 	}
-	r.Finish(RunCompleted, time.Unix(1_700_000_100, 0), &analyze.Report{Cases: map[string]*analyze.CaseReport{
-		"caseA": {Population: analyze.Population{ServerEvidenceCoverage: p(1.0)}, SLO: &analyze.Evaluation{
-			SLOName: "chat", Met: 5, Missed: 8, Unknown: 0,
-			AttainmentLower: p(5.0 / 13), AttainmentUpper: p(5.0 / 13), GoodputLowerRPS: p(0.5), GoodputUpperRPS: p(0.5),
-		}},
-	}})
+	// A dropped request was written: the schedule was not met.
+	if err := r.Write(&artifact.RunJudgement{Outcome: RunCompleted, EndedAtNS: time.Unix(1_700_000_100, 0).UnixNano(),
+		Analysed: true, ScheduleMet: p(false), Cases: []artifact.CaseJudgement{{
+			CaseID: "caseA", SpanJoinCoverage: p(1.0), SLO: &artifact.SLOJudgement{
+				Name: "chat", Met: 5, Missed: 8, Unknown: 0,
+				AttainmentLower: p(5.0 / 13), AttainmentUpper: p(5.0 / 13), GoodputLowerRPS: p(0.5), GoodputUpperRPS: p(0.5),
+			}}}}); err != nil {
+		t.Fatal(err)
+	}
 	e.ScrapeResult(l.Target, true, 120*time.Millisecond)
 	e.SpanUnrouted()
 }
 
 func TestPromlint(t *testing.T) {
 	e := New(Options{Version: "v0.1.0", Thresholds: map[string][]float64{KeyTTFT: {0.5}}})
-	e.WatchReceiver(func() receiver.Stats { return receiver.Stats{SpansHTTPProtobuf: 1} })
+	e.WatchReceiver(func() ReceiverCounts { return ReceiverCounts{HTTPProtobuf: 1} })
 	feedAll(t, e, probeA)
 	fams := gather(t, e)
 	for name := range catalogue {
@@ -120,7 +122,7 @@ func TestPromlint(t *testing.T) {
 
 func TestCatalogueLabelSets(t *testing.T) {
 	e := New(Options{Version: "v1.2.3"})
-	e.WatchReceiver(func() receiver.Stats { return receiver.Stats{} })
+	e.WatchReceiver(func() ReceiverCounts { return ReceiverCounts{} })
 	feedAll(t, e, probeA)
 	fams := gather(t, e)
 	for name, f := range fams {
@@ -345,6 +347,8 @@ func TestHandlerExemplars(t *testing.T) {
 	bad.XRequestID = p("inferprobe-\xff\xfe")
 	_ = r.Write(bad) // must not panic
 	_ = r.Write(span("chatcmpl-"+*rec.XRequestID, "", 2))
+	// Server samples (and their exemplars) come with the run's judgement.
+	_ = r.Write(ended(RunCompleted, time.Unix(1_700_000_000, 0)))
 
 	ct, body := scrape(t, srv.URL, "application/openmetrics-text; version=1.0.0")
 	if !strings.HasPrefix(ct, "application/openmetrics-text") {
@@ -534,10 +538,9 @@ func TestWatchReceiver(t *testing.T) {
 	e := New(Options{})
 	var n atomic.Int64
 	n.Store(1)
-	e.WatchReceiver(func() receiver.Stats {
+	e.WatchReceiver(func() ReceiverCounts {
 		k := n.Load()
-		return receiver.Stats{SpansHTTPProtobuf: 5 * k, SpansHTTPJSON: 7 * k, SpansGRPC: 11 * k,
-			SpansRejected: 2 * k, SpansDropped: 3 * k, SpansDelivered: 99, QueueFull: 4}
+		return ReceiverCounts{HTTPProtobuf: 5 * k, HTTPJSON: 7 * k, GRPC: 11 * k, Rejected: 2 * k, Dropped: 3 * k}
 	})
 	for _, k := range []float64{1, 10} {
 		n.Store(int64(k))

@@ -6,12 +6,11 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/inferprobe/inferprobe/artifact"
-	"github.com/inferprobe/inferprobe/receiver"
-	"github.com/inferprobe/inferprobe/receiver/spanattr"
 )
 
 var (
@@ -212,24 +211,59 @@ func failedRequest(c, ph string, i int, status string) *artifact.Request {
 
 // span builds a vLLM llm_request span with gen_ai.request.id id ("" for none), trace id
 // traceID ("" for none) and latencies derived from k: queue k ms, prefill 2k ms, decode 10k
-// ms, server TTFT 3k ms, server e2e 13k ms (float64 seconds, as OTLP doubles decode).
-func span(id, traceID string, k float64) receiver.SpanRecord {
+// ms, server TTFT 3k ms, server e2e 13k ms (float64 seconds, as OTLP doubles decode). It has
+// no span id, so the join never takes it for a re-delivery of another (see withIDs).
+func span(id, traceID string, k float64) *artifact.VLLMSpan {
 	attrs := map[string]any{
-		spanattr.AttrTimeInQueue:        k / 1000,
-		spanattr.AttrTimeInModelPrefill: 2 * k / 1000,
-		spanattr.AttrTimeInModelDecode:  10 * k / 1000,
-		spanattr.AttrTimeToFirstToken:   3 * k / 1000,
-		spanattr.AttrE2E:                13 * k / 1000,
-		spanattr.AttrPromptTokens:       int64(100),
+		artifact.AttrTimeInQueue:        k / 1000,
+		artifact.AttrTimeInModelPrefill: 2 * k / 1000,
+		artifact.AttrTimeInModelDecode:  10 * k / 1000,
+		artifact.AttrTimeToFirstToken:   3 * k / 1000,
+		artifact.AttrE2E:                13 * k / 1000,
+		artifact.AttrPromptTokens:       int64(100),
 	}
 	if id != "" {
-		attrs[spanattr.AttrRequestID] = id
+		attrs[artifact.AttrRequestID] = id
 	}
-	s := receiver.SpanRecord{Name: spanattr.RequestSpanName, Source: receiver.SourceHTTP, Attributes: attrs}
+	s := &artifact.VLLMSpan{Name: artifact.RequestSpanName, Source: artifact.SpanSourceHTTP, Attributes: attrs}
 	if traceID != "" {
 		s.TraceID = p(traceID)
 	}
 	return s
+}
+
+// withIDs sets s's trace id and span id, so that a delivery of the same ids is a re-delivery
+// of s (identical when its content is, conflicting otherwise), and returns s.
+func withIDs(s *artifact.VLLMSpan, traceID, spanID string) *artifact.VLLMSpan {
+	s.TraceID, s.SpanID = p(traceID), p(spanID)
+	return s
+}
+
+// redelivered is a copy of s as a second delivery brings it: the same ids and content.
+func redelivered(s *artifact.VLLMSpan) *artifact.VLLMSpan {
+	c := *s
+	return &c
+}
+
+// sent is the artifact.RequestSent that precedes request rec (its dispatch).
+func sent(rec *artifact.Request) *artifact.RequestSent {
+	s := &artifact.RequestSent{SessionID: rec.SessionID, CaseID: rec.CaseID, Phase: rec.Phase}
+	if rec.XRequestID != nil {
+		s.XRequestID = *rec.XRequestID
+	}
+	if rec.TraceID != nil {
+		s.TraceID = *rec.TraceID
+	}
+	if rec.StartedAtNS != nil {
+		s.SentAtNS = *rec.StartedAtNS
+	}
+	return s
+}
+
+// ended is the judgement of a run that ended with outcome at end and whose artifact could
+// not be analysed (no cases, no schedule verdict).
+func ended(outcome string, end time.Time) *artifact.RunJudgement {
+	return &artifact.RunJudgement{Outcome: outcome, EndedAtNS: end.UnixNano()}
 }
 
 // histogram returns the histogram of family name for probe l and case c, nil when absent.

@@ -2,21 +2,26 @@ package exporter
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/inferprobe/inferprobe/receiver"
 )
 
-// receiverCollector exposes a span receiver's counters (receiver.Stats) at scrape time.
+// ReceiverCounts are a span receiver's counters as the exporter publishes them: spans
+// accepted by transport, spans refused or invalid, spans accepted but never delivered.
+type ReceiverCounts struct {
+	HTTPProtobuf, HTTPJSON, GRPC int64
+	Rejected, Dropped            int64
+}
+
+// receiverCollector exposes a span receiver's counters at scrape time.
 type receiverCollector struct {
-	stats                       func() receiver.Stats
+	stats                       func() ReceiverCounts
 	received, rejected, dropped *prometheus.Desc
 }
 
-// WatchReceiver exposes the counters of the span receiver whose Stats stats returns:
+// WatchReceiver exposes the counters of the span receiver that stats reads:
 // inferprobe_receiver_spans_received_total{transport} (http_protobuf, http_json, grpc),
 // inferprobe_receiver_spans_rejected_total (refused or invalid) and
 // inferprobe_receiver_spans_dropped_total (accepted but never delivered). Call it once.
-func (e *Exporter) WatchReceiver(stats func() receiver.Stats) {
+func (e *Exporter) WatchReceiver(stats func() ReceiverCounts) {
 	e.reg.MustRegister(&receiverCollector{
 		stats:    stats,
 		received: prometheus.NewDesc("inferprobe_receiver_spans_received_total", "Spans the OTLP receiver accepted, by transport.", []string{"transport"}, nil),
@@ -36,11 +41,11 @@ func (c *receiverCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, t := range []struct {
 		name string
 		n    int64
-	}{{"http_protobuf", s.SpansHTTPProtobuf}, {"http_json", s.SpansHTTPJSON}, {"grpc", s.SpansGRPC}} {
+	}{{"http_protobuf", s.HTTPProtobuf}, {"http_json", s.HTTPJSON}, {"grpc", s.GRPC}} {
 		ch <- prometheus.MustNewConstMetric(c.received, prometheus.CounterValue, float64(t.n), t.name)
 	}
-	ch <- prometheus.MustNewConstMetric(c.rejected, prometheus.CounterValue, float64(s.SpansRejected))
-	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(s.SpansDropped))
+	ch <- prometheus.MustNewConstMetric(c.rejected, prometheus.CounterValue, float64(s.Rejected))
+	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(s.Dropped))
 }
 
 // WatchReload exposes the configuration reload state the way Prometheus and Alertmanager do:

@@ -2,7 +2,6 @@ package exporter
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -11,10 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
-	"github.com/inferprobe/inferprobe/receiver"
-	"github.com/inferprobe/inferprobe/receiver/spanattr"
+	"github.com/inferprobe/inferprobe/join"
 )
 
 // expected accumulates what the exporter should publish for a set of records, computed from
@@ -174,7 +171,7 @@ func TestRequestsPublished(t *testing.T) {
 	}
 	// Records the run does not publish are ignored.
 	_ = r.Write(artifact.Session{Status: artifact.StatusRunning})
-	_ = r.Write("not a record")
+	_ = r.Write(&artifact.Session{Status: artifact.StatusRunning})
 	_ = r.Write(nil)
 
 	x.check(t, e, probeA)
@@ -216,6 +213,11 @@ func TestRequestsPublished(t *testing.T) {
 	}
 }
 
+// judged is the judgement of a completed run that was analysed, with no case verdicts.
+func judged(end time.Time) *artifact.RunJudgement {
+	return &artifact.RunJudgement{Outcome: RunCompleted, EndedAtNS: end.UnixNano(), Analysed: true}
+}
+
 func TestSpansJoined(t *testing.T) {
 	e := New(Options{})
 	r := e.StartRun(probeA)
@@ -229,44 +231,61 @@ func TestSpansJoined(t *testing.T) {
 	forms := []string{"chatcmpl-" + x("caseA", 0), x("caseA", 1), "cmpl-" + x("caseA", 2) + "-0", "",
 		"chatcmpl-" + x("caseA", 4) + "-1a2b3c4d", "0_chatcmpl-" + x("caseA", 5)}
 	for i, id := range forms {
-		if id != "" && !containsString(receiver.CandidateRequestIDs(id), x("caseA", i)) {
+		if id != "" && !containsString(join.CandidateRequestIDs(id), x("caseA", i)) {
 			t.Fatalf("CandidateRequestIDs(%q) lacks %q", id, x("caseA", i))
 		}
 	}
 	want := map[string][]float64{} // case → span k values observed
+	var delivered []*artifact.VLLMSpan
 	for i, id := range forms {
-		trace := ""
-		if id == "" { // trace id only
+		// A trace id no request of the run sent, so that a span with an id joins by that id;
+		// the one without an id carries its request's trace id and joins by it.
+		trace := fmt.Sprintf("%032x", 0xabc00+i)
+		if id == "" {
 			trace = traceOf("caseA", artifact.PhaseMeasured, i)
 		}
-		_ = r.Write(span(id, trace, float64(i+1)))
+		s := withIDs(span(id, "", float64(i+1)), trace, fmt.Sprintf("%016x", 0xa0+i))
+		_ = r.Write(s)
+		delivered = append(delivered, s)
 		want["caseA"] = append(want["caseA"], float64(i+1))
 	}
-	// A pointer works as well as a value.
-	sp := span("chatcmpl-"+x("caseB", 0), "", 6.5)
-	_ = r.Write(&sp)
+	sp := withIDs(span("chatcmpl-"+x("caseB", 0), "", 6.5), traceOf("caseB", artifact.PhaseMeasured, 0), "00000000000000b0")
+	_ = r.Write(sp)
+	delivered = append(delivered, sp)
 	want["caseB"] = append(want["caseB"], 6.5)
-	// Duplicates (any form, or by trace) are observed once.
-	_ = r.Write(span(x("caseA", 0), "", 100))
-	_ = r.Write(span("", traceOf("caseA", artifact.PhaseMeasured, 1), 100))
-	_ = r.Write(span("cmpl-"+x("caseB", 0)+"-0", "", 100))
+	// Re-deliveries (the same ids and content, whichever form joined them) are observed once.
+	for _, s := range delivered {
+		_ = r.Write(redelivered(s))
+	}
 	// A non-request span is ignored, and does not use up its request's span.
 	other := span("chatcmpl-"+x("caseA", 6), "", 200)
 	other.Name = "http.request"
 	_ = r.Write(other)
 	_ = r.Write(span("chatcmpl-"+x("caseA", 6), "", 7))
 	want["caseA"] = append(want["caseA"], 7)
-	// Spans of requests the run never recorded create no series and stay pending (bounded).
+	// Spans of requests the run never recorded create no series.
 	_ = r.Write(span("chatcmpl-inferprobe-other-caseZ_measured_0_1", "", 300))
 	_ = r.Write(span("", strings.Repeat("f", 32), 300))
-	_ = r.Write(span("", "", 300)) // nothing could join it: not even kept
+	_ = r.Write(span("", "", 300)) // nothing could join it
 
-	checkServer(t, e, probeA, want)
-	r.mu.Lock()
-	if r.npending != 2 {
-		t.Errorf("%d pending spans, want 2", r.npending)
+	// Server samples wait for the run's judgement.
+	checkServer(t, e, probeA, map[string][]float64{})
+	res := r.live.Result()
+	if n := res.UnjoinedByReason[join.RequestNotInRun]; n != 1 {
+		t.Errorf("%d spans unjoined as request_not_in_run, want 1", n)
 	}
-	r.mu.Unlock()
+	if n := res.UnjoinedByReason[join.NoRequestID]; n != 2 {
+		t.Errorf("%d spans unjoined as no_request_id, want 2", n)
+	}
+	if res.Duplicates != len(delivered) || len(res.Quarantined) != 0 {
+		t.Errorf("%d duplicates, %d quarantined; want %d, 0", res.Duplicates, len(res.Quarantined), len(delivered))
+	}
+	_ = r.Write(judged(time.Unix(1_700_000_000, 0)))
+	checkServer(t, e, probeA, want)
+	// A second judgement, and Close, observe nothing more.
+	_ = r.Write(judged(time.Unix(1_700_000_001, 0)))
+	_ = r.Close()
+	checkServer(t, e, probeA, want)
 
 	// The exemplar of a span observation names the request and its trace.
 	m := metric(t, gather(t, e), "inferprobe_server_ttft_seconds", caseLabels(probeA, "caseB"))
@@ -333,19 +352,18 @@ func TestSpanBeforeRecord(t *testing.T) {
 	r := e.StartRun(probeA)
 	early := okRequest("caseC", artifact.PhaseMeasured, 1)
 	byTrace := okRequest("caseC", artifact.PhaseMeasured, 2)
-	_ = r.Write(span("chatcmpl-"+*early.XRequestID, "", 4))
+	es := withIDs(span("chatcmpl-"+*early.XRequestID, "", 4), strings.Repeat("e", 32), "00000000000000e1")
+	_ = r.Write(es)
 	_ = r.Write(span("", *byTrace.TraceID, 5))
-	_ = r.Write(span("cmpl-"+*early.XRequestID+"-0", "", 99)) // a duplicate, also early
+	_ = r.Write(redelivered(es)) // a re-delivery, also early
 	checkServer(t, e, probeA, map[string][]float64{})
 	_ = r.Write(early)
-	checkServer(t, e, probeA, map[string][]float64{"caseC": {4}})
+	checkServer(t, e, probeA, map[string][]float64{})
 	_ = r.Write(byTrace)
+	// Both requests are recorded, but the run is not judged yet.
+	checkServer(t, e, probeA, map[string][]float64{})
+	_ = r.Write(judged(time.Unix(1_700_000_000, 0)))
 	checkServer(t, e, probeA, map[string][]float64{"caseC": {4, 5}})
-	r.mu.Lock()
-	if r.npending != 0 || len(r.pending) != 0 {
-		t.Errorf("pending %d (%d keys) after every request was recorded", r.npending, len(r.pending))
-	}
-	r.mu.Unlock()
 }
 
 func TestWarmupSpansIgnored(t *testing.T) {
@@ -358,12 +376,19 @@ func TestWarmupSpansIgnored(t *testing.T) {
 	_ = r.Write(w1)
 	_ = r.Write(w2)
 	_ = r.Write(span("chatcmpl-"+*w2.XRequestID, "", 1)) // after its record
+	// A measured request of another case, so that the judgement observably publishes spans.
+	m := okRequest("caseM", artifact.PhaseMeasured, 0)
+	_ = r.Write(m)
+	_ = r.Write(span("chatcmpl-"+*m.XRequestID, "", 2))
 	checkServer(t, e, probeA, map[string][]float64{})
-	r.mu.Lock()
-	if r.npending != 0 {
-		t.Errorf("warmup spans left pending: %d", r.npending)
+	// The warmup spans are recognised as warmup (their requests are known), not left unjoined
+	// for want of a request.
+	res := r.live.Result()
+	if n := res.UnjoinedByReason[join.WarmupRequest]; n != 3 {
+		t.Errorf("%d spans unjoined as warmup, want 3 (%v)", n, res.UnjoinedByReason)
 	}
-	r.mu.Unlock()
+	_ = r.Write(judged(time.Unix(1_700_000_000, 0)))
+	checkServer(t, e, probeA, map[string][]float64{"caseM": {2}})
 }
 
 func TestSpanValues(t *testing.T) {
@@ -372,12 +397,16 @@ func TestSpanValues(t *testing.T) {
 	rec := okRequest("caseA", artifact.PhaseMeasured, 0)
 	_ = r.Write(rec)
 	s := span("chatcmpl-"+*rec.XRequestID, "", 1)
-	s.Attributes[spanattr.AttrTimeInQueue] = int64(2)                // an OTLP intValue
-	s.Attributes[spanattr.AttrTimeInModelPrefill] = "0.5"            // not a number
-	s.Attributes[spanattr.AttrTimeInModelDecode] = -0.1              // negative
-	s.Attributes[spanattr.AttrTimeToFirstToken] = artifact.NaNString // NaN
-	s.Attributes[spanattr.AttrE2E] = artifact.PosInfString           // +Inf
+	s.Attributes[artifact.AttrTimeInQueue] = int64(2)                // an OTLP intValue
+	s.Attributes[artifact.AttrTimeInModelPrefill] = "0.5"            // not a number
+	s.Attributes[artifact.AttrTimeInModelDecode] = -0.1              // negative
+	s.Attributes[artifact.AttrTimeToFirstToken] = artifact.NaNString // NaN
+	s.Attributes[artifact.AttrE2E] = artifact.PosInfString           // +Inf
 	_ = r.Write(s)
+	if h := histogram(t, gather(t, e), "inferprobe_server_queue_seconds", probeA, "caseA"); h != nil {
+		t.Errorf("queue observed before the judgement: %v", h)
+	}
+	_ = r.Write(judged(time.Unix(1_700_000_000, 0)))
 	fams := gather(t, e)
 	if h := histogram(t, fams, "inferprobe_server_queue_seconds", probeA, "caseA"); h.GetSampleCount() != 1 || h.GetSampleSum() != 2 {
 		t.Errorf("queue from int64: %v", h)
@@ -390,46 +419,77 @@ func TestSpanValues(t *testing.T) {
 	}
 }
 
-func TestMaxPendingSpans(t *testing.T) {
+// TestQuarantinedSpansAddNoServerSample: a request with two distinct spans, or whose span is
+// re-delivered with a changed content, is quarantined by the join and adds no server sample;
+// the published samples are exactly those of join.Spans over the same records, as the
+// report's are.
+func TestQuarantinedSpansAddNoServerSample(t *testing.T) {
 	e := New(Options{})
 	r := e.StartRun(probeA)
-	const n = MaxPendingSpans + 10
-	for i := range n {
-		_ = r.Write(span("chatcmpl-"+xrid("caseP", artifact.PhaseMeasured, i), "", 1))
+	multi := okRequest("caseQ", artifact.PhaseMeasured, 0)
+	conflict := okRequest("caseQ", artifact.PhaseMeasured, 1)
+	single := okRequest("caseQ", artifact.PhaseMeasured, 2)
+	reqs := []*artifact.Request{multi, conflict, single}
+
+	// multi: two distinct spans (different span ids).
+	m1 := withIDs(span("chatcmpl-"+*multi.XRequestID, "", 1), *multi.TraceID, "00000000000000a1")
+	m2 := withIDs(span("chatcmpl-"+*multi.XRequestID, "", 2), *multi.TraceID, "00000000000000a2")
+	// conflict: one span re-delivered with a changed attribute (same trace id and span id).
+	c1 := withIDs(span("chatcmpl-"+*conflict.XRequestID, "", 3), *conflict.TraceID, "00000000000000b1")
+	c2 := withIDs(span("chatcmpl-"+*conflict.XRequestID, "", 3), *conflict.TraceID, "00000000000000b1")
+	c2.Attributes[artifact.AttrTimeInQueue] = 0.5
+	// single: one span, delivered twice identically.
+	s1 := withIDs(span("chatcmpl-"+*single.XRequestID, "", 4), *single.TraceID, "00000000000000c1")
+	s2 := redelivered(s1)
+	spans := []*artifact.VLLMSpan{m1, c1, s1, m2, c2, s2}
+	if c1.ContentDigest() == c2.ContentDigest() || s1.ContentDigest() != s2.ContentDigest() {
+		t.Fatal("the conflicting re-delivery has the same digest, or the identical one another")
 	}
-	r.mu.Lock()
-	if r.npending != MaxPendingSpans {
-		t.Errorf("%d pending, want %d", r.npending, MaxPendingSpans)
+
+	// Some spans before their requests, some after.
+	for _, s := range spans[:3] {
+		_ = r.Write(s)
 	}
-	r.mu.Unlock()
-	checkServer(t, e, probeA, map[string][]float64{})
-	for i := range n {
-		rec := okRequest("caseP", artifact.PhaseMeasured, i)
+	for _, rec := range reqs {
 		_ = r.Write(rec)
 	}
-	fams := gather(t, e)
-	if h := histogram(t, fams, "inferprobe_server_queue_seconds", probeA, "caseP"); h.GetSampleCount() != MaxPendingSpans {
-		t.Errorf("%d joined, want the %d kept", h.GetSampleCount(), MaxPendingSpans)
+	for _, s := range spans[3:] {
+		_ = r.Write(s)
 	}
-	r.mu.Lock()
-	if r.npending != 0 || len(r.pending) != 0 {
-		t.Errorf("pending %d (%d keys)", r.npending, len(r.pending))
-	}
-	r.mu.Unlock()
-}
+	checkServer(t, e, probeA, map[string][]float64{})
+	_ = r.Write(judged(time.Unix(1_700_000_000, 0)))
+	checkServer(t, e, probeA, map[string][]float64{"caseQ": {4}})
 
-// evaluation judges recs with the flags policy crit as analyze does, over a 10 s interval.
-func evaluation(t *testing.T, recs []*artifact.Request, crit ...string) *analyze.Evaluation {
-	t.Helper()
-	pol, err := analyze.ParseSLOFlags(crit)
-	if err != nil {
-		t.Fatal(err)
+	// The report's join over the same records.
+	var jr []join.Request
+	for _, rec := range reqs {
+		if q, ok := join.RequestOf(rec); ok {
+			jr = append(jr, q)
+		}
 	}
-	var rs []analyze.Request
-	for _, rec := range recs {
-		rs = append(rs, analyze.RequestFromRecord(rec))
+	var js []join.Span
+	for _, s := range spans {
+		js = append(js, join.SpanOf(s))
 	}
-	return analyze.Evaluate(pol, "flags", rs, analyze.NewInterval(analyze.KindScheduledWindow, 0, 10e9, analyze.CohortArrival), nil)
+	rep := join.Spans(jr, js)
+	wantQ := map[string]string{*multi.XRequestID: join.MultipleSpans, *conflict.XRequestID: join.ConflictingSpans}
+	if fmt.Sprint(rep.Quarantined) != fmt.Sprint(wantQ) {
+		t.Errorf("report quarantined %v, want %v", rep.Quarantined, wantQ)
+	}
+	if len(rep.Joined) != 1 || rep.Joined[*single.XRequestID] == nil {
+		t.Errorf("report joined %v, want only %s", rep.Joined, *single.XRequestID)
+	}
+	live := r.live.Result()
+	if fmt.Sprint(live.Quarantined) != fmt.Sprint(rep.Quarantined) {
+		t.Errorf("live quarantined %v, report %v", live.Quarantined, rep.Quarantined)
+	}
+	if len(live.Joined) != len(rep.Joined) || live.Joined[*single.XRequestID] == nil {
+		t.Errorf("live joined %v, report %v", live.Joined, rep.Joined)
+	}
+	// One server sample per request the report joined.
+	if h := histogram(t, gather(t, e), "inferprobe_server_e2e_seconds", probeA, "caseQ"); h.GetSampleCount() != uint64(len(rep.Joined)) {
+		t.Errorf("%d server samples, report joined %d", h.GetSampleCount(), len(rep.Joined))
+	}
 }
 
 func TestFinishReport(t *testing.T) {
@@ -442,24 +502,26 @@ func TestFinishReport(t *testing.T) {
 	}
 	recsA = append(recsA, failedRequest("caseA", artifact.PhaseMeasured, 20, artifact.RequestTimeout),
 		failedRequest("caseA", artifact.PhaseMeasured, 21, artifact.RequestDropped))
-	evA := evaluation(t, recsA, "ttft:60", "e2e:350")
-	// ttft ≤ 60 ⇔ i ≤ 6; e2e ≤ 350 ⇔ i ≤ 7: met i = 0..6; missed 3 ok + 2 failures.
-	if evA.Met != 7 || evA.Missed != 5 || evA.Unknown != 0 {
-		t.Fatalf("analyze judged %d/%d/%d", evA.Met, evA.Missed, evA.Unknown)
-	}
-	evB := &analyze.Evaluation{SLOName: "cli", Met: 3, Missed: 1, Unknown: 2,
+	// The judgement of ttft:60, e2e:350 over a 10 s interval: ttft ≤ 60 ⇔ i ≤ 6; e2e ≤ 350 ⇔
+	// i ≤ 7: met i = 0..6; missed 3 ok + 2 failures; attainment 7/12 either way; goodput
+	// 7 / 10 s.
+	evA := artifact.SLOJudgement{Name: "cli", Met: 7, Missed: 5, Unknown: 0,
+		AttainmentLower: p(7.0 / 12), AttainmentUpper: p(7.0 / 12), GoodputLowerRPS: p(0.7), GoodputUpperRPS: p(0.7)}
+	evB := artifact.SLOJudgement{Name: "cli", Met: 3, Missed: 1, Unknown: 2,
 		AttainmentLower: p(0.5), AttainmentUpper: p(5.0 / 6), GoodputLowerRPS: p(0.3), GoodputUpperRPS: p(0.5)}
-	rep := &analyze.Report{Cases: map[string]*analyze.CaseReport{
-		"caseA": {Population: analyze.Population{ServerEvidenceCoverage: p(0.75)}, SLO: evA},
-		"caseB": {Population: analyze.Population{ServerEvidenceCoverage: p(1.0)}, SLO: evB},
-	}}
 	end := time.Unix(1_700_000_123, 500_000_000)
+	// A dropped request was written: the schedule was not met.
+	j := &artifact.RunJudgement{Outcome: RunCompleted, EndedAtNS: end.UnixNano(), Analysed: true, ScheduleMet: p(false),
+		Cases: []artifact.CaseJudgement{
+			{CaseID: "caseA", SpanJoinCoverage: p(0.75), SLO: &evA},
+			{CaseID: "caseB", SpanJoinCoverage: p(1.0), SLO: &evB},
+		}}
 	for run := 1; run <= 2; run++ {
 		r := e.StartRun(probeA)
 		for _, rec := range recsA {
 			_ = r.Write(rec)
 		}
-		r.Finish(RunCompleted, end, rep)
+		_ = r.Write(j)
 		fams := gather(t, e)
 		k := float64(run)
 		for _, c := range []struct {
@@ -499,18 +561,19 @@ func TestFinishReport(t *testing.T) {
 		if v := value(t, fams, "inferprobe_probe_running", probeLabels(probeA)); v != 0 {
 			t.Errorf("running %v", v)
 		}
-		// A dropped request was written: the schedule was not met.
 		if v := value(t, fams, "inferprobe_probe_schedule_met", probeLabels(probeA)); v != 0 {
 			t.Errorf("schedule_met %v with a dropped request", v)
 		}
 	}
 
-	// A report without caseB (and caseA without span evidence) removes those gauges; the
+	// A judgement without caseB (and caseA without span evidence) removes those gauges; the
 	// caseB counters stay as they were.
 	r := e.StartRun(probeA)
-	evA2 := *evA
+	evA2 := evA
 	evA2.AttainmentUpper = nil
-	r.Finish(RunInterrupted, end.Add(time.Minute), &analyze.Report{Cases: map[string]*analyze.CaseReport{"caseA": {SLO: &evA2}}})
+	// An interrupted run that met its (empty) schedule.
+	_ = r.Write(&artifact.RunJudgement{Outcome: RunInterrupted, EndedAtNS: end.Add(time.Minute).UnixNano(), Analysed: true,
+		ScheduleMet: p(true), Cases: []artifact.CaseJudgement{{CaseID: "caseA", SLO: &evA2}}})
 	fams := gather(t, e)
 	for _, name := range []string{"inferprobe_slo_attainment_ratio", "inferprobe_goodput_requests_per_second", "inferprobe_span_join_coverage_ratio"} {
 		for _, m := range fams[name].GetMetric() {
@@ -531,7 +594,7 @@ func TestFinishReport(t *testing.T) {
 	if v := value(t, fams, "inferprobe_slo_requests_total", caseLabels(probeA, "caseA", "slo", "cli", "outcome", "met")); v != 21 {
 		t.Errorf("caseA met after three runs: %v", v)
 	}
-	// An interrupted run moves last_run, not last_success; it met its (empty) schedule.
+	// An interrupted run moves last_run, not last_success.
 	if v := value(t, fams, "inferprobe_probe_last_run_timestamp_seconds", probeLabels(probeA)); v != 1_700_000_183.5 {
 		t.Errorf("last_run %v", v)
 	}
@@ -548,6 +611,16 @@ func TestFinishReport(t *testing.T) {
 	if v := value(t, fams, "inferprobe_slo_objective_ratio", probeLabels(probeA, "slo", "cli")); v != 0.99 {
 		t.Errorf("objective %v", v)
 	}
+	// A judgement that could not be analysed leaves the last analysed run's gauges.
+	r = e.StartRun(probeA)
+	_ = r.Write(ended(RunCompleted, end.Add(2*time.Minute)))
+	fams = gather(t, e)
+	if v := value(t, fams, "inferprobe_slo_attainment_ratio", caseLabels(probeA, "caseA", "slo", "cli", "bound", "lower")); !approx(v, 7.0/12) {
+		t.Errorf("attainment after an unanalysed run %v", v)
+	}
+	if v := value(t, fams, "inferprobe_slo_requests_total", caseLabels(probeA, "caseA", "slo", "cli", "outcome", "met")); v != 21 {
+		t.Errorf("caseA met after an unanalysed run: %v", v)
+	}
 }
 
 func TestFinishOutcomes(t *testing.T) {
@@ -559,7 +632,7 @@ func TestFinishOutcomes(t *testing.T) {
 	r := e.StartRun(probeA)
 	_ = r.Write(failedRequest("caseA", artifact.PhaseMeasured, 0, artifact.RequestError))
 	_ = r.Write(okRequest("caseA", artifact.PhaseWarmup, 1)) // warmup success does not count
-	r.Finish(RunCompleted, t0, nil)
+	_ = r.Write(ended(RunCompleted, t0))
 	fams := gather(t, e)
 	if m := metric(t, fams, "inferprobe_probe_last_success_timestamp_seconds", probeLabels(probeA)); m != nil {
 		t.Errorf("last_success = %v without a successful request", m.GetGauge().GetValue())
@@ -571,11 +644,12 @@ func TestFinishOutcomes(t *testing.T) {
 	// Incomplete with a success: no last_success either.
 	r = e.StartRun(probeA)
 	_ = r.Write(okRequest("caseA", artifact.PhaseMeasured, 2))
-	r.Finish(RunIncomplete, t0.Add(time.Second), nil)
+	_ = r.Write(ended(RunIncomplete, t0.Add(time.Second)))
 	// Failed: could not start.
 	r = e.StartRun(probeA)
-	r.Finish(RunFailed, t0.Add(2*time.Second), nil)
-	r.Finish(RunFailed, t0.Add(3*time.Second), nil) // a second Finish counts nothing
+	_ = r.Write(ended(RunFailed, t0.Add(2*time.Second)))
+	_ = r.Write(ended(RunFailed, t0.Add(3*time.Second))) // a second judgement counts nothing
+	_ = r.Close()                                        // nor does Close after one
 	fams = gather(t, e)
 	for o, want := range map[string]float64{"completed": 1, "incomplete": 1, "failed": 1, "interrupted": 0} {
 		if v := value(t, fams, "inferprobe_probe_runs_total", probeLabels(probeA, "outcome", o)); v != want {
@@ -593,16 +667,48 @@ func TestFinishOutcomes(t *testing.T) {
 	}
 }
 
-// scheduleMet runs recs through a fresh run and returns inferprobe_probe_schedule_met.
-func scheduleMet(t *testing.T, recs []*artifact.Request) float64 {
-	t.Helper()
+func TestCloseWithoutJudgement(t *testing.T) {
 	e := New(Options{})
+	e.SetProbeConfig(probeA, 60, "", nil)
 	r := e.StartRun(probeA)
-	for _, rec := range recs {
-		_ = r.Write(rec)
+	done := okRequest("caseA", artifact.PhaseMeasured, 0)
+	_ = r.Write(sent(done))
+	_ = r.Write(sent(okRequest("caseA", artifact.PhaseMeasured, 1))) // never recorded
+	_ = r.Write(done)
+	_ = r.Write(span("chatcmpl-"+*done.XRequestID, "", 2))
+	before := time.Now()
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
 	}
-	r.Finish(RunCompleted, time.Unix(1_700_000_000, 0), nil)
-	return value(t, gather(t, e), "inferprobe_probe_schedule_met", probeLabels(probeA))
+	after := time.Now()
+	fams := gather(t, e)
+	for o, want := range map[string]float64{"completed": 0, "incomplete": 1, "failed": 0, "interrupted": 0} {
+		if v := value(t, fams, "inferprobe_probe_runs_total", probeLabels(probeA, "outcome", o)); v != want {
+			t.Errorf("runs{%s} = %v, want %v", o, v, want)
+		}
+	}
+	for name, want := range map[string]float64{"inferprobe_probe_running": 0, "inferprobe_in_flight_requests": 0} {
+		if v := value(t, fams, name, probeLabels(probeA)); v != want {
+			t.Errorf("%s = %v, want %v", name, v, want)
+		}
+	}
+	if v := value(t, fams, "inferprobe_probe_last_run_timestamp_seconds", probeLabels(probeA)); v < float64(before.UnixNano())/1e9 || v > float64(after.UnixNano())/1e9 {
+		t.Errorf("last_run %v, want between %v and %v", v, before, after)
+	}
+	if m := metric(t, fams, "inferprobe_probe_last_success_timestamp_seconds", probeLabels(probeA)); m != nil {
+		t.Errorf("last_success = %v after an incomplete run", m.GetGauge().GetValue())
+	}
+	// The run's spans are published when Close ends it.
+	checkServer(t, e, probeA, map[string][]float64{"caseA": {2}})
+	_ = r.Close()
+	_ = r.Write(judged(after))
+	if v := value(t, gather(t, e), "inferprobe_probe_runs_total", probeLabels(probeA, "outcome", "incomplete")); v != 1 {
+		t.Errorf("incomplete %v after a second Close", v)
+	}
+	if v := value(t, gather(t, e), "inferprobe_probe_runs_total", probeLabels(probeA, "outcome", "completed")); v != 0 {
+		t.Errorf("completed %v after a judgement past Close", v)
+	}
+	checkServer(t, e, probeA, map[string][]float64{"caseA": {2}})
 }
 
 func TestScheduleMet(t *testing.T) {
@@ -615,103 +721,178 @@ func TestScheduleMet(t *testing.T) {
 		}
 		return out
 	}
-	closed := func(rs []*artifact.Request) []*artifact.Request {
-		for _, r := range rs {
-			r.MaxInFlight, r.Concurrency, r.ArrivalMode = nil, p(int64(4)), artifact.ArrivalClosed
-		}
-		return rs
-	}
 	held := okRequest("caseA", artifact.PhaseMeasured, 500)
 	held.HeldForSlot = p(true)
-	warmHeld := okRequest("caseA", artifact.PhaseWarmup, 501)
-	warmHeld.HeldForSlot = p(true)
+	// The judgement decides, whatever the records say.
 	for _, c := range []struct {
 		name string
 		recs []*artifact.Request
-		want float64
 	}{
-		{"on time", lagged(50, 0.2, 0), 1},
-		{"no requests", nil, 1},
-		{"a dropped request", append(lagged(50, 0.2, 0), failedRequest("caseA", artifact.PhaseMeasured, 99, artifact.RequestDropped)), 0},
-		{"a held request", append(lagged(50, 0.2, 0), held), 0},
-		{"warmup dropped and held", append(lagged(5, 0.2, 0), failedRequest("caseA", artifact.PhaseWarmup, 99, artifact.RequestDropped), warmHeld), 1},
-		// 100 at 0.5 ms and 1 at 5 ms: p99 (linear, rank 99 of 0..100) = 0.5 ms.
-		{"p99 within 1 ms, max above", append(lagged(100, 0.5, 0), lagged(1, 5, 100)...), 1},
-		// 100 at 0.5 ms and 2 at 5 ms: p99 at rank 99.99 = 4.955 ms.
-		{"p99 above 1 ms", append(lagged(100, 0.5, 0), lagged(2, 5, 100)...), 0},
-		{"p99 exactly 1 ms", lagged(10, 1, 0), 1},
-		{"failed requests' lag counts", append(lagged(10, 0.1, 0), func() []*artifact.Request {
-			var out []*artifact.Request
-			for i := range 5 {
-				f := failedRequest("caseA", artifact.PhaseMeasured, 50+i, artifact.RequestTimeout)
-				f.DispatchLagMS = p(3.0)
-				out = append(out, f)
-			}
-			return out
-		}()...), 0},
-		{"closed loop ignores lag", closed(lagged(10, 50, 0)), 1},
+		{"on time", lagged(50, 0.2, 0)},
+		{"no requests", nil},
+		{"a dropped request", append(lagged(50, 0.2, 0), failedRequest("caseA", artifact.PhaseMeasured, 99, artifact.RequestDropped))},
+		{"a held request", append(lagged(50, 0.2, 0), held)},
+		{"p99 above 1 ms", append(lagged(100, 0.5, 0), lagged(2, 5, 100)...)},
 	} {
-		if got := scheduleMet(t, c.recs); got != c.want {
-			t.Errorf("%s: schedule_met %v, want %v", c.name, got, c.want)
+		for _, met := range []bool{true, false} {
+			e := New(Options{})
+			r := e.StartRun(probeA)
+			for _, rec := range c.recs {
+				_ = r.Write(rec)
+			}
+			_ = r.Write(&artifact.RunJudgement{Outcome: RunCompleted, EndedAtNS: 1, Analysed: true, ScheduleMet: p(met)})
+			want := map[bool]float64{true: 1, false: 0}[met]
+			if got := value(t, gather(t, e), "inferprobe_probe_schedule_met", probeLabels(probeA)); got != want {
+				t.Errorf("%s, judged met=%v: schedule_met %v, want %v", c.name, met, got, want)
+			}
 		}
 	}
+
+	// Over runs of one probe: nil leaves the gauge as it was.
+	e := New(Options{})
+	for i, c := range []struct {
+		met     *bool
+		outcome string
+		want    *float64 // nil: no series
+	}{
+		{nil, RunCompleted, nil},
+		{p(true), RunCompleted, p(1.0)},
+		{nil, RunFailed, p(1.0)},
+		{p(false), RunInterrupted, p(0.0)},
+		{nil, RunIncomplete, p(0.0)},
+		{p(true), RunCompleted, p(1.0)},
+	} {
+		r := e.StartRun(probeA)
+		_ = r.Write(&artifact.RunJudgement{Outcome: c.outcome, EndedAtNS: int64(i + 1), Analysed: c.met != nil, ScheduleMet: c.met})
+		m := metric(t, gather(t, e), "inferprobe_probe_schedule_met", probeLabels(probeA))
+		switch {
+		case c.want == nil && m != nil:
+			t.Errorf("run %d: schedule_met %v, want no series", i, m.GetGauge().GetValue())
+		case c.want != nil && m == nil:
+			t.Errorf("run %d: no schedule_met, want %v", i, *c.want)
+		case c.want != nil && m.GetGauge().GetValue() != *c.want:
+			t.Errorf("run %d: schedule_met %v, want %v", i, m.GetGauge().GetValue(), *c.want)
+		}
+	}
+}
+
+func TestInFlightRecords(t *testing.T) {
+	e := New(Options{})
+	get := func() float64 { return value(t, gather(t, e), "inferprobe_in_flight_requests", probeLabels(probeA)) }
+	r := e.StartRun(probeA)
+	w := okRequest("caseA", artifact.PhaseWarmup, 0)
+	m1 := failedRequest("caseA", artifact.PhaseMeasured, 1, artifact.RequestTimeout)
+	m2 := okRequest("caseA", artifact.PhaseMeasured, 2)
+	for _, rec := range []*artifact.Request{w, m1, m2} {
+		_ = r.Write(sent(rec))
+	}
+	if v := get(); v != 3 {
+		t.Errorf("in flight %v after 3 sent, want 3", v)
+	}
+	// A dropped request was never sent: its record ends nothing.
+	_ = r.Write(failedRequest("caseA", artifact.PhaseMeasured, 3, artifact.RequestDropped))
+	_ = r.Write(failedRequest("caseA", artifact.PhaseWarmup, 4, artifact.RequestDropped))
+	if v := get(); v != 3 {
+		t.Errorf("in flight %v after dropped records, want 3", v)
+	}
+	// Every other record ends one, in any phase and with any status.
+	_ = r.Write(w)
+	if v := get(); v != 2 {
+		t.Errorf("in flight %v after a warmup record, want 2", v)
+	}
+	_ = r.Write(m1)
+	if v := get(); v != 1 {
+		t.Errorf("in flight %v after a timeout record, want 1", v)
+	}
+	// Other records leave it.
+	_ = r.Write(span("chatcmpl-"+*m2.XRequestID, "", 1))
+	_ = r.Write(&artifact.Session{Status: artifact.StatusRunning})
+	if v := get(); v != 1 {
+		t.Errorf("in flight %v after a span and a session record, want 1", v)
+	}
+	_ = r.Write(m2)
+	if v := get(); v != 0 {
+		t.Errorf("in flight %v, want 0", v)
+	}
+	_ = r.Write(ended(RunCompleted, time.Unix(1, 0)))
 }
 
 func TestRunsOverlap(t *testing.T) {
 	e := New(Options{})
 	get := func(name string) float64 { return value(t, gather(t, e), name, probeLabels(probeA)) }
+	n := 0
+	// next is a new request of case c, and the RequestSent of its dispatch.
+	next := func(c string) (*artifact.Request, *artifact.RequestSent) {
+		n++
+		rec := okRequest(c, artifact.PhaseMeasured, n)
+		return rec, sent(rec)
+	}
 	r1 := e.StartRun(probeA)
+	var r1recs []*artifact.Request
 	for range 3 {
-		r1.Sent()
+		rec, s := next("caseA")
+		_ = r1.Write(s)
+		r1recs = append(r1recs, rec)
 	}
 	if v := get("inferprobe_in_flight_requests"); v != 3 {
 		t.Errorf("in flight %v", v)
 	}
 	r2 := e.StartRun(probeA) // r1 still draining
-	r2.Sent()
-	r2.Sent()
+	var r2recs []*artifact.Request
+	for range 2 {
+		rec, s := next("caseA")
+		_ = r2.Write(s)
+		r2recs = append(r2recs, rec)
+	}
 	if v := get("inferprobe_in_flight_requests"); v != 5 {
 		t.Errorf("in flight over two runs %v, want 5", v)
 	}
-	r1.Ended()
-	r1.Finish(RunCompleted, time.Unix(1, 0), nil) // 2 of r1's requests abandoned
+	_ = r1.Write(r1recs[0])
+	_ = r1.Write(ended(RunCompleted, time.Unix(1, 0))) // 2 of r1's requests abandoned
 	if v := get("inferprobe_probe_running"); v != 1 {
 		t.Errorf("running %v while r2 runs", v)
 	}
 	if v := get("inferprobe_in_flight_requests"); v != 2 {
 		t.Errorf("in flight after r1 finished %v, want 2", v)
 	}
-	r1.Ended() // late: ignored
-	r1.Sent()  // late: ignored
+	_ = r1.Write(r1recs[1]) // late: ignored
+	_, late := next("caseA")
+	_ = r1.Write(late) // late: ignored
 	if v := get("inferprobe_in_flight_requests"); v != 2 {
-		t.Errorf("in flight after late calls %v, want 2", v)
+		t.Errorf("in flight after late records %v, want 2", v)
 	}
-	r2.Ended()
-	r2.Ended()
-	r2.Ended() // one more than sent: no negative count
+	_ = r2.Write(r2recs[0])
+	_ = r2.Write(r2recs[1])
+	extra, _ := next("caseA")
+	_ = r2.Write(extra) // one more ended than sent: no negative count
 	if v := get("inferprobe_in_flight_requests"); v != 0 {
 		t.Errorf("in flight %v, want 0", v)
 	}
-	r2.Sent()
-	r2.Finish(RunCompleted, time.Unix(2, 0), nil)
+	_, s := next("caseA")
+	_ = r2.Write(s)
+	_ = r2.Write(ended(RunCompleted, time.Unix(2, 0)))
 	if get("inferprobe_probe_running") != 0 || get("inferprobe_in_flight_requests") != 0 {
 		t.Error("running or in flight not back to 0")
 	}
 	// A probe forgotten mid-run (a reload) and started again: the old run is detached and
 	// publishes nothing more, so it neither resurrects series nor clobbers the new run's.
 	r3 := e.StartRun(probeA)
-	r3.Sent()
-	r3.Sent()
+	old1, s1 := next("caseOld")
+	_, s2 := next("caseOld")
+	_ = r3.Write(s1)
+	_ = r3.Write(s2)
 	e.ForgetProbe(probeA)
 	if n, _ := testutil.GatherAndCount(e.Registry(), "inferprobe_probe_running", "inferprobe_in_flight_requests", "inferprobe_probe_runs_total"); n != 0 {
 		t.Errorf("%d series left after ForgetProbe", n)
 	}
 	r4 := e.StartRun(probeA)
-	r4.Sent()
-	r3.Ended()
-	_ = r3.Write(okRequest("caseOld", artifact.PhaseMeasured, 1))
-	r3.Finish(RunInterrupted, time.Unix(3, 0), &analyze.Report{Cases: map[string]*analyze.CaseReport{
-		"caseOld": {SLO: &analyze.Evaluation{SLOName: "x", Met: 1}}}})
+	new1, s4 := next("caseA")
+	_ = r4.Write(s4)
+	_ = r3.Write(old1)
+	_ = r3.Write(span("chatcmpl-"+*old1.XRequestID, "", 1))
+	_ = r3.Write(&artifact.RunJudgement{Outcome: RunInterrupted, EndedAtNS: time.Unix(3, 0).UnixNano(), Analysed: true, ScheduleMet: p(true),
+		Cases: []artifact.CaseJudgement{{CaseID: "caseOld", SpanJoinCoverage: p(1.0), SLO: &artifact.SLOJudgement{Name: "x", Met: 1}}}})
+	_ = r3.Close()
 	if get("inferprobe_probe_running") != 1 || get("inferprobe_in_flight_requests") != 1 {
 		t.Errorf("the detached run changed the new run's gauges: running %v, in flight %v",
 			get("inferprobe_probe_running"), get("inferprobe_in_flight_requests"))
@@ -725,8 +906,11 @@ func TestRunsOverlap(t *testing.T) {
 			}
 		}
 	}
-	r4.Ended()
-	r4.Finish(RunCompleted, time.Unix(4, 0), nil)
+	if m := metric(t, fams, "inferprobe_probe_schedule_met", probeLabels(probeA)); m != nil {
+		t.Errorf("the detached run published schedule_met %v", m.GetGauge().GetValue())
+	}
+	_ = r4.Write(new1)
+	_ = r4.Write(ended(RunCompleted, time.Unix(4, 0)))
 	if get("inferprobe_probe_running") != 0 || get("inferprobe_in_flight_requests") != 0 {
 		t.Error("running or in flight not back to 0 after the new run")
 	}
@@ -765,21 +949,29 @@ func TestConcurrentWrites(t *testing.T) {
 			for i := range per {
 				idx := w*per + i
 				rec := okRequest(c, artifact.PhaseMeasured, idx)
-				s := span("chatcmpl-"+*rec.XRequestID, "", 1)
-				r.Sent()
+				s := withIDs(span("chatcmpl-"+*rec.XRequestID, "", 1), *rec.TraceID, fmt.Sprintf("%016x", idx+1))
+				_ = r.Write(sent(rec))
 				if i%2 == 0 { // span first, then record
 					_ = r.Write(s)
 					_ = r.Write(rec)
 				} else {
 					_ = r.Write(rec)
-					_ = r.Write(&s)
+					_ = r.Write(s)
 				}
-				_ = r.Write(span("", *rec.TraceID, 50)) // a duplicate by trace
-				r.Ended()
+				_ = r.Write(redelivered(s)) // a re-delivery
 			}
 		}()
 	}
 	wg.Wait()
+	if v := value(t, gather(t, e), "inferprobe_in_flight_requests", probeLabels(probeA)); v != 0 {
+		t.Errorf("in flight %v", v)
+	}
+	for c := range 3 {
+		if h := histogram(t, gather(t, e), "inferprobe_server_queue_seconds", probeA, fmt.Sprintf("case%d", c)); h != nil {
+			t.Errorf("case%d: server samples before the judgement: %d", c, h.GetSampleCount())
+		}
+	}
+	_ = r.Write(judged(time.Unix(1, 0)))
 	close(stop)
 	gw.Wait()
 	fams := gather(t, e)
@@ -790,21 +982,12 @@ func TestConcurrentWrites(t *testing.T) {
 		h := histogram(t, fams, "inferprobe_server_queue_seconds", probeA, fmt.Sprintf("case%d", c))
 		spans += h.GetSampleCount()
 		if !approx(h.GetSampleSum(), float64(h.GetSampleCount())/1000) {
-			t.Errorf("case%d: a duplicate span was observed (sum %v for %d)", c, h.GetSampleSum(), h.GetSampleCount())
+			t.Errorf("case%d: sum %v for %d samples of 1 ms", c, h.GetSampleSum(), h.GetSampleCount())
 		}
 	}
 	if total != workers*per || spans != workers*per {
 		t.Errorf("requests %v, spans %d, want %d each", total, spans, workers*per)
 	}
-	if v := value(t, fams, "inferprobe_in_flight_requests", probeLabels(probeA)); v != 0 {
-		t.Errorf("in flight %v", v)
-	}
-	r.mu.Lock()
-	if r.npending != 0 {
-		t.Errorf("%d spans left pending", r.npending)
-	}
-	r.mu.Unlock()
-	r.Finish(RunCompleted, time.Unix(1, 0), nil)
 }
 
 func TestUnusableLabelValues(t *testing.T) {
@@ -814,9 +997,11 @@ func TestUnusableLabelValues(t *testing.T) {
 	rec.Status = "weird\xfe"
 	_ = r.Write(rec) // must not panic
 	_ = r.Write(span("chatcmpl-"+*rec.XRequestID, "", 1))
-	r.Finish(RunCompleted, time.Unix(1, 0), &analyze.Report{Cases: map[string]*analyze.CaseReport{
-		"c\xff": {SLO: &analyze.Evaluation{SLOName: "s\xff", Met: 1, Missed: -1}}, "nil": nil,
-	}})
+	_ = r.Write(&artifact.RunJudgement{Outcome: RunCompleted, EndedAtNS: time.Unix(1, 0).UnixNano(), Analysed: true, ScheduleMet: p(true),
+		Cases: []artifact.CaseJudgement{
+			{CaseID: "c\xff", SLO: &artifact.SLOJudgement{Name: "s\xff", Met: 1, Missed: -1}},
+			{CaseID: "nil"},
+		}})
 	fams := gather(t, e)
 	if v := value(t, fams, "inferprobe_requests_total", caseLabels(probeA, "case\uFFFD", "status", "weird\uFFFD")); v != 1 {
 		t.Errorf("requests %v", v)
@@ -827,7 +1012,17 @@ func TestUnusableLabelValues(t *testing.T) {
 	if v := value(t, fams, "inferprobe_slo_requests_total", caseLabels(probeA, "c\uFFFD", "slo", "s\uFFFD", "outcome", "missed")); v != 0 {
 		t.Errorf("negative count gave %v", v)
 	}
-	if math.IsNaN(value(t, fams, "inferprobe_probe_schedule_met", probeLabels(probeA))) {
-		t.Error("schedule_met NaN")
+	if v := value(t, fams, "inferprobe_slo_requests_total", caseLabels(probeA, "c\uFFFD", "slo", "s\uFFFD", "outcome", "met")); v != 1 {
+		t.Errorf("met %v", v)
+	}
+	if v := value(t, fams, "inferprobe_probe_schedule_met", probeLabels(probeA)); v != 1 {
+		t.Errorf("schedule_met %v", v)
+	}
+	for name, f := range fams {
+		for _, m := range f.GetMetric() {
+			if labelMap(m)[LabelCase] == "nil" {
+				t.Errorf("a case without coverage or SLO published %s{%s}", name, labelSet(m))
+			}
+		}
 	}
 }

@@ -92,7 +92,7 @@ func ReadTelemetryFile(path string) ([]artifact.TelemetrySample, error) {
 // ErrInvalidTelemetry. A file without samples is invalid too.
 func ReadTelemetry(r io.Reader) ([]artifact.TelemetrySample, error) {
 	var out []artifact.TelemetrySample
-	st, err := artifact.Reader{MaxLineBytes: MaxTelemetryLineBytes}.Read(r, func(rec artifact.Record) error {
+	st, err := artifact.Reader{MaxLineBytes: MaxTelemetryLineBytes}.Read(r, func(rec artifact.Line) error {
 		s, ok := rec.Value.(*artifact.TelemetrySample)
 		if !ok {
 			return fmt.Errorf("line %d: %s is not an infer.telemetry_sample v1 record", rec.Line, rec.Kind)

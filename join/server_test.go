@@ -371,7 +371,7 @@ func TestServerJoinMalformedAlignment(t *testing.T) {
 	// A float or boolean offset never decodes.
 	for _, off := range []string{"1.5", "true"} {
 		line := `{"event_type":"infer.clock_alignment","schema_version":2,"offset_ns":` + off + `,"uncertainty_ns":1}` + "\n"
-		if _, err := artifact.Read(strings.NewReader(line), func(artifact.Record) error { return nil }); !errors.Is(err, artifact.ErrInvalidArtifact) {
+		if _, err := artifact.Read(strings.NewReader(line), func(artifact.Line) error { return nil }); !errors.Is(err, artifact.ErrInvalidArtifact) {
 			t.Fatalf("offset %s: err = %v", off, err)
 		}
 	}

@@ -12,8 +12,7 @@ package join
 import (
 	"sort"
 
-	"github.com/inferprobe/inferprobe/receiver"
-	"github.com/inferprobe/inferprobe/receiver/spanattr"
+	"github.com/inferprobe/inferprobe/artifact"
 )
 
 // Unjoined reasons (stormlog.md §2.6 telemetry.vllm.spans.unjoined_by_reason).
@@ -133,15 +132,15 @@ func Spans(reqs []Request, spans []Span) Result {
 	for _, k := range order {
 		e := unique[k]
 		s := e.span
-		if s.Name != spanattr.RequestSpanName {
+		if s.Name != artifact.RequestSpanName {
 			res.UnjoinedByReason[NotARequestSpan]++
 			continue
 		}
 		var byID *Request
 		// The id itself first (an X-Request-Id recorded verbatim), then every form vLLM
-		// derives from one (receiver.CandidateRequestIDs: chatcmpl-/cmpl- prefixes, prompt
+		// derives from one (CandidateRequestIDs: chatcmpl-/cmpl- prefixes, prompt
 		// indexes, parallel-sampling children, the internal uniquifying suffix).
-		for _, c := range append([]string{s.GenAIRequestID}, receiver.CandidateRequestIDs(s.GenAIRequestID)...) {
+		for _, c := range append([]string{s.GenAIRequestID}, CandidateRequestIDs(s.GenAIRequestID)...) {
 			if r := byX[c]; r != nil {
 				byID = r
 				break

@@ -14,7 +14,7 @@ import (
 
 // Token count sources recorded on infer.request (the contract's "Token accounting").
 const (
-	SourceServerUsage = "server_usage"
+	SourceServerUsage = artifact.TokenSourceServerUsage
 	SourceTiktoken    = "tiktoken"
 	SourceEstimated   = "estimated"
 	SourceUnknown     = "unknown"

@@ -9,16 +9,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/loadgen/client"
 	"github.com/inferprobe/inferprobe/loadgen/prompt"
 	"github.com/inferprobe/inferprobe/loadgen/schedule"
 )
-
-// Sink receives every record the run produces, in order, from several goroutines
-// (artifact.Writer satisfies it). A Write error stops the run: records already accepted stay.
-type Sink interface {
-	Write(rec any) error
-}
 
 // Hooks let other producers (telemetry scrapers, span receivers) and the terminal observe the
 // run without reaching into it. Every field is optional. PhaseStart runs just before a
@@ -37,7 +32,7 @@ type Hooks struct {
 type Runner struct {
 	cfg       *Config
 	client    *client.Client
-	sink      Sink
+	sink      artifact.Sink
 	tok       prompt.Tokenizer
 	sessionID string
 	hooks     Hooks
@@ -81,8 +76,11 @@ type CaseStats struct {
 }
 
 // NewRunner prepares a run. cfg must have passed Validate. tok sizes prompts and counts
-// tokens when the server reports no usage.
-func NewRunner(cfg *Config, c *client.Client, tok prompt.Tokenizer, sink Sink, sessionID string, hooks Hooks) *Runner {
+// tokens when the server reports no usage. Every record the run produces goes to sink, from
+// several goroutines: the case's infer.cache_state, an artifact.RequestSent (transient) just
+// before each HTTP call, each infer.request, each infer.phase_window. A Write error stops
+// the run; records already accepted stay. The runner never closes sink.
+func NewRunner(cfg *Config, c *client.Client, tok prompt.Tokenizer, sink artifact.Sink, sessionID string, hooks Hooks) *Runner {
 	r := &Runner{cfg: cfg, client: c, tok: tok, sink: sink, sessionID: sessionID, hooks: hooks, stats: map[string]*CaseStats{}, stop: make(chan struct{})}
 	r.idle = sync.NewCond(&r.runningMu)
 	return r
@@ -235,7 +233,7 @@ type attempt struct {
 	done     atomic.Bool
 }
 
-func (p *phase) write(rec any) {
+func (p *phase) write(rec artifact.Record) {
 	if err := p.r.sink.Write(rec); err != nil {
 		p.mu.Lock()
 		if p.sinkErr == nil {
@@ -538,7 +536,7 @@ func (p *phase) drop(a *attempt, why string, at time.Time) {
 func (p *phase) send(ctx context.Context, a *attempt) {
 	cfg := p.r.cfg
 	a.prompt = p.gen.Prompt(a.idx)
-	a.xReqID = fmt.Sprintf("inferprobe-%s-%s", cfg.RunID, p.requestID(a))
+	a.xReqID = artifact.XRequestIDPrefix(cfg.RunID) + p.requestID(a)
 	a.traceID = newTraceID()
 	body, berr := buildBody(cfg, a.prompt.Text, p.cs.OutputTokens)
 	call := client.Call{URL: cfg.Endpoint, Header: buildHeader(cfg, a.xReqID, a.traceID), Body: body, Stream: cfg.Stream, Timeout: cfg.Timeout}
@@ -546,7 +544,9 @@ func (p *phase) send(ctx context.Context, a *attempt) {
 	p.pending[a.idx] = a
 	p.digests[a.idx] = a.prompt.Digest
 	p.mu.Unlock()
-	a.sentNS.Store(time.Now().UnixNano())
+	sentNS := time.Now().UnixNano()
+	a.sentNS.Store(sentNS)
+	p.write(&artifact.RequestSent{SessionID: p.r.sessionID, CaseID: p.cs.ID, Phase: p.name, XRequestID: a.xReqID, TraceID: a.traceID, SentAtNS: sentNS})
 	if p.r.hooks.Sent != nil {
 		p.r.hooks.Sent(p.cs, p.name)
 	}

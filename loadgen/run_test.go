@@ -15,7 +15,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -89,23 +88,11 @@ func childSim(t *testing.T, gtPath string) (string, func()) {
 }
 
 // memSink keeps every record in order.
-type memSink struct {
-	mu   sync.Mutex
-	recs []any
-}
-
-func (m *memSink) Write(rec any) error {
-	m.mu.Lock()
-	m.recs = append(m.recs, rec)
-	m.mu.Unlock()
-	return nil
-}
+type memSink struct{ artifact.Memory }
 
 func (m *memSink) requests(phase string) []*artifact.Request {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	var out []*artifact.Request
-	for _, r := range m.recs {
+	for _, r := range m.Records() {
 		if q, ok := r.(*artifact.Request); ok && (phase == "" || q.Phase == phase) {
 			out = append(out, q)
 		}
@@ -120,10 +107,8 @@ func (m *memSink) requests(phase string) []*artifact.Request {
 }
 
 func (m *memSink) windows() []*artifact.PhaseWindow {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	var out []*artifact.PhaseWindow
-	for _, r := range m.recs {
+	for _, r := range m.Records() {
 		if w, ok := r.(*artifact.PhaseWindow); ok {
 			out = append(out, w)
 		}
@@ -523,7 +508,7 @@ func TestReplayOffsetsAndArtifactTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range sink.recs {
+	for _, r := range sink.Records() {
 		if err := w.Write(r); err != nil {
 			t.Fatal(err)
 		}
@@ -590,7 +575,7 @@ func TestCacheResetAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var cs *artifact.CacheState
-	for _, r := range sink.recs {
+	for _, r := range sink.Records() {
 		if c, ok := r.(*artifact.CacheState); ok {
 			cs = c
 		}
@@ -603,7 +588,7 @@ func TestCacheResetAnswers(t *testing.T) {
 	cfg = baseConfig(empty)
 	cfg.Requests, cfg.CacheState, cfg.CacheResetURL = 1, CacheCold, empty.URL()+"/reset_prefix_cache"
 	sink, _ = runConfig(t, context.Background(), cfg)
-	for _, r := range sink.recs {
+	for _, r := range sink.Records() {
 		if c, ok := r.(*artifact.CacheState); ok {
 			if c.Reset.Answer != ResetAcceptedUnverified || c.RunKind != RunColdStart {
 				t.Fatalf("empty answer: %+v", c.Reset)
@@ -613,7 +598,7 @@ func TestCacheResetAnswers(t *testing.T) {
 	cfg = baseConfig(srv)
 	cfg.Requests, cfg.CacheState, cfg.CacheResetURL = 1, CacheCold, srv.URL()+"/no_such_route"
 	sink, _ = runConfig(t, context.Background(), cfg)
-	for _, r := range sink.recs {
+	for _, r := range sink.Records() {
 		if c, ok := r.(*artifact.CacheState); ok {
 			if c.Reset.Answer != "" || *c.Reset.Status != 404 || c.RunKind != RunUnspecified || c.Acknowledged {
 				t.Fatalf("404 answer: %+v", c.Reset)

@@ -1,13 +1,10 @@
 package loadgen
 
 import (
-	"context"
-	"fmt"
 	"math"
 	"sync"
 	"time"
 
-	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/loadgen/schedule"
 )
@@ -18,7 +15,7 @@ import (
 // duration, w.Seed and the stream caseID+"/measured" (Config.schedule). The function returns
 // the number of scheduled arrivals and the scheduled endpoint offset in nanoseconds (nil when
 // the schedule declares none), the phase window's scheduled_arrivals and
-// scheduled_endpoint_offset_ns. It has the shape of analyze.ScheduleFunc, so analysis can
+// scheduled_endpoint_offset_ns. It has the shape of the analysis's ScheduleFunc, so analysis can
 // check a Poisson case's endpoint (the (N+1)-th cumulative draw) and a duration-limited
 // Poisson case's arrival count, which need the generator itself.
 //
@@ -128,26 +125,4 @@ func copyPtr(p *int64) *int64 {
 	}
 	v := *p
 	return &v
-}
-
-// AnalyzeArtifact reads the artifact at path and analyses it as `inferprobe analyze` does:
-// Poisson and duration schedules are recomputed from its infer.workload record
-// (WorkloadScheduler) unless opts sets a Scheduler, and a truncated last line becomes the
-// report's first warning. Errors are analyze.ReadInput's and analyze.AnalyzeInput's.
-func AnalyzeArtifact(ctx context.Context, path string, opts analyze.Options) (*analyze.Report, error) {
-	in, err := analyze.ReadInput(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	if opts.Scheduler == nil && in.Artifact.Workload != nil {
-		opts.Scheduler = WorkloadScheduler(in.Artifact.Workload)
-	}
-	rep, err := analyze.AnalyzeInput(ctx, in, opts)
-	if err != nil {
-		return nil, err
-	}
-	if t := in.Artifact.Truncated; t != nil {
-		rep.Warnings = append([]string{fmt.Sprintf("%s: %s", path, t)}, rep.Warnings...)
-	}
-	return rep, nil
 }

@@ -53,7 +53,7 @@ func LoadArrivalTrace(cfg *Config, path, caseID string) error {
 		return &TraceInputError{Err: err}
 	}
 	byCase := map[string][]int64{}
-	_, err = artifact.Read(bytes.NewReader(data), func(rec artifact.Record) error {
+	_, err = artifact.Read(bytes.NewReader(data), func(rec artifact.Line) error {
 		r, ok := rec.Value.(*artifact.Request)
 		if !ok || r.Phase != artifact.PhaseMeasured || r.Status == artifact.RequestDropped {
 			return nil

@@ -15,16 +15,18 @@ import (
 
 // benchIngest posts b.N exports of 512 vLLM-like spans over loopback HTTP
 // to a listening receiver, one after the other on one keep-alive
-// connection, and waits until Consume has seen every span. Run with -cpu 1
+// connection, and waits until the sink has seen every span. Run with -cpu 1
 // for the one-core figure (client, server and consumer share the core).
-func benchIngest(b *testing.B, body []byte, hdr map[string]string, consume func(SpanRecord)) {
+func benchIngest(b *testing.B, body []byte, hdr map[string]string, consume func(artifact.VLLMSpan)) {
 	var seen atomic.Int64
-	r := New(Options{SessionID: "sess-1", RunID: "run-1", Consume: func(s SpanRecord) {
+	r := New(Options{SessionID: "sess-1", RunID: "run-1", Sink: artifact.SinkFunc(func(rec artifact.Record) error {
+		s := *rec.(*artifact.VLLMSpan)
 		if consume != nil {
 			consume(s)
 		}
 		seen.Add(1)
-	}})
+		return nil
+	})})
 	if err := r.Listen(context.Background(), "127.0.0.1:0", ""); err != nil {
 		b.Fatal(err)
 	}
@@ -101,7 +103,7 @@ func BenchmarkIngestHTTPJSON512(b *testing.B) {
 // BenchmarkIngestHTTPProtobuf512Artifact adds what `profile` does with each
 // span: encoding its infer.vllm_span line (artifact.MarshalLine).
 func BenchmarkIngestHTTPProtobuf512Artifact(b *testing.B) {
-	benchIngest(b, protoBody(b, vllmTraces(0, 512)), protoHdr, func(s SpanRecord) {
+	benchIngest(b, protoBody(b, vllmTraces(0, 512)), protoHdr, func(s artifact.VLLMSpan) {
 		if _, err := artifact.MarshalLine(s); err != nil {
 			b.Error(err)
 		}
@@ -119,7 +121,7 @@ func BenchmarkDecodeConvert512(b *testing.B) {
 		if err := req.UnmarshalProto(body); err != nil {
 			b.Fatal(err)
 		}
-		if c := convertTraces(req.Traces(), convertOptions{source: SourceHTTP, strict: true}); len(c.records) != 512 {
+		if c := convertTraces(req.Traces(), convertOptions{source: artifact.SpanSourceHTTP, strict: true}); len(c.records) != 512 {
 			b.Fatal(len(c.records))
 		}
 	}
@@ -132,7 +134,7 @@ func BenchmarkMarshalSpanRecord(b *testing.B) {
 	if err := req.UnmarshalProto(protoBody(b, vllmTraces(0, 1))); err != nil {
 		b.Fatal(err)
 	}
-	rec := convertTraces(req.Traces(), convertOptions{source: SourceHTTP, strict: true}).records[0]
+	rec := convertTraces(req.Traces(), convertOptions{source: artifact.SpanSourceHTTP, strict: true}).records[0]
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		if _, err := artifact.MarshalLine(rec); err != nil {

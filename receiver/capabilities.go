@@ -4,13 +4,7 @@ import (
 	"time"
 
 	"github.com/inferprobe/inferprobe/artifact"
-
-	"github.com/inferprobe/inferprobe/receiver/spanattr"
 )
-
-// CapabilityComponent is the infer.capabilities component of the span
-// receiver (stormlog.md §2.5).
-const CapabilityComponent = "vllm.spans"
 
 // Capability names of the span paths, used in Supported, Enabled and
 // Collected.
@@ -40,7 +34,7 @@ type Stats struct {
 	// PartialSuccesses the exports that carried them.
 	SpansRejected    int64
 	PartialSuccesses int64
-	// SpansDelivered counts spans handed to Consume; SpansDropped those
+	// SpansDelivered counts spans handed to the sink; SpansDropped those
 	// queued but never delivered (Close, or a Shutdown deadline).
 	SpansDelivered int64
 	SpansDropped   int64
@@ -144,8 +138,8 @@ func (r *Receiver) Capabilities(ctx artifact.Context) artifact.Capabilities {
 	}
 	return artifact.Capabilities{
 		Context:   ctx,
-		EventID:   "capabilities:" + CapabilityComponent,
-		Component: CapabilityComponent,
+		EventID:   "capabilities:" + artifact.ComponentVLLMSpans,
+		Component: artifact.ComponentVLLMSpans,
 		Available: available,
 		Supported: []string{CapHTTPProtobuf, CapHTTPJSON, CapGRPC, CapOTLPFile, CapJSONLFile},
 		Enabled:   enabled,
@@ -185,7 +179,7 @@ func (r *Receiver) Capabilities(ctx artifact.Context) artifact.Capabilities {
 				"max_concurrent_exports": int64(r.opts.MaxConcurrentExports),
 				"retry_after_seconds":    int64((r.opts.RetryAfter + time.Second - 1) / time.Second),
 			},
-			"per_request_attribution": spanattr.AttrRequestID,
+			"per_request_attribution": artifact.AttrRequestID,
 		},
 	}
 }

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/join"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
-
-	"github.com/inferprobe/inferprobe/receiver/spanattr"
 )
 
 // convertOptions says how decoded OTLP spans become records.
@@ -31,7 +31,7 @@ type convertOptions struct {
 
 // conversion is the result of convertTraces.
 type conversion struct {
-	records  []SpanRecord
+	records  []artifact.VLLMSpan
 	rejected int
 	// reason describes the first rejected span.
 	reason string
@@ -65,7 +65,7 @@ func clockDomainName(name string) string {
 // validation are counted in rejected (strict mode) or kept (lenient).
 func convertTraces(td ptrace.Traces, o convertOptions) conversion {
 	n := td.SpanCount()
-	res := conversion{records: make([]SpanRecord, 0, n)}
+	res := conversion{records: make([]artifact.VLLMSpan, 0, n)}
 	// One backing array for the *int64 fields of every record: 3 per span
 	// (start, end; timestamp points at start's copy; received is shared
 	// per record below).
@@ -75,7 +75,7 @@ func convertTraces(td ptrace.Traces, o convertOptions) conversion {
 		return &ints[len(ints)-1]
 	}
 	shared := batchShared{
-		unset:   &SpanStatus{Code: "UNSET"},
+		unset:   &artifact.SpanStatus{Code: "UNSET"},
 		dropped: map[string]int64{"attributes": 0, "events": 0, "links": 0},
 	}
 	rss := td.ResourceSpans()
@@ -122,40 +122,40 @@ func (c *conversion) reject(reason string) {
 
 // batchShared holds values shared, read-only, by the records of one export.
 type batchShared struct {
-	unset   *SpanStatus      // the default status
-	dropped map[string]int64 // all-zero dropped counts
+	unset   *artifact.SpanStatus // the default status
+	dropped map[string]int64     // all-zero dropped counts
 }
 
 // convertSpan builds one record, or returns why the span is rejected.
-func convertSpan(sp ptrace.Span, o convertOptions, intPtr func(int64) *int64, sh *batchShared) (SpanRecord, string) {
+func convertSpan(sp ptrace.Span, o convertOptions, intPtr func(int64) *int64, sh *batchShared) (artifact.VLLMSpan, string) {
 	name := validUTF8(sp.Name())
 	tid, sid, pid := sp.TraceID(), sp.SpanID(), sp.ParentSpanID()
 	start, end := int64(sp.StartTimestamp()), int64(sp.EndTimestamp())
 	if o.strict {
 		switch {
 		case name == "":
-			return SpanRecord{}, "span without a name"
+			return artifact.VLLMSpan{}, "span without a name"
 		case tid.IsEmpty():
-			return SpanRecord{}, fmt.Sprintf("span %q: trace_id missing or all zero", truncate(name, 64))
+			return artifact.VLLMSpan{}, fmt.Sprintf("span %q: trace_id missing or all zero", truncate(name, 64))
 		case sid.IsEmpty():
-			return SpanRecord{}, fmt.Sprintf("span %q: span_id missing or all zero", truncate(name, 64))
+			return artifact.VLLMSpan{}, fmt.Sprintf("span %q: span_id missing or all zero", truncate(name, 64))
 		}
 	} else if name == "" {
-		return SpanRecord{}, "span without a name"
+		return artifact.VLLMSpan{}, "span without a name"
 	}
 	// OTLP times are fixed64 nanoseconds; above int64 they cannot be a
 	// wall-clock time (year 2262+).
 	if start < 0 || end < 0 {
-		return SpanRecord{}, fmt.Sprintf("span %q: timestamp beyond the int64 range", truncate(name, 64))
+		return artifact.VLLMSpan{}, fmt.Sprintf("span %q: timestamp beyond the int64 range", truncate(name, 64))
 	}
 	if start != 0 && end != 0 && end < start {
-		return SpanRecord{}, fmt.Sprintf("span %q: end %d precedes start %d", truncate(name, 64), end, start)
+		return artifact.VLLMSpan{}, fmt.Sprintf("span %q: end %d precedes start %d", truncate(name, 64), end, start)
 	}
 	attrs, err := mapValue(sp.Attributes(), 1)
 	if err != nil {
-		return SpanRecord{}, fmt.Sprintf("span %q: attributes: %v", truncate(name, 64), err)
+		return artifact.VLLMSpan{}, fmt.Sprintf("span %q: attributes: %v", truncate(name, 64), err)
 	}
-	rec := SpanRecord{
+	rec := artifact.VLLMSpan{
 		SessionID:  o.sessionID,
 		RunID:      o.runID,
 		Source:     o.source,
@@ -167,7 +167,7 @@ func convertSpan(sp ptrace.Span, o convertOptions, intPtr func(int64) *int64, sh
 	if st := sp.Status(); st.Code() == ptrace.StatusCodeUnset && st.Message() == "" {
 		rec.Status = sh.unset
 	} else {
-		rec.Status = &SpanStatus{Code: statusName(int64(st.Code())), Message: validUTF8(st.Message())}
+		rec.Status = &artifact.SpanStatus{Code: artifact.SpanStatusName(int64(st.Code())), Message: validUTF8(st.Message())}
 	}
 	da, de, dl := sp.DroppedAttributesCount(), sp.DroppedEventsCount(), sp.DroppedLinksCount()
 	if da == 0 && de == 0 && dl == 0 {
@@ -185,8 +185,8 @@ func convertSpan(sp ptrace.Span, o convertOptions, intPtr func(int64) *int64, sh
 	if end != 0 {
 		rec.EndUnixNS = intPtr(end)
 	}
-	if id, ok := attrs[spanattr.AttrRequestID].(string); ok {
-		rec.RequestID = RecoverRequestID(id)
+	if id, ok := attrs[artifact.AttrRequestID].(string); ok {
+		rec.RequestID = join.RecoverRequestID(id)
 	}
 	return rec, ""
 }
@@ -196,32 +196,32 @@ func convertSpan(sp ptrace.Span, o convertOptions, intPtr func(int64) *int64, sh
 // no UTF-8 check); other keys are checked with validUTF8.
 func attrKey(k string) string {
 	switch k {
-	case spanattr.AttrRequestID:
-		return spanattr.AttrRequestID
-	case spanattr.AttrPromptTokens:
-		return spanattr.AttrPromptTokens
-	case spanattr.AttrCompletionTokens:
-		return spanattr.AttrCompletionTokens
-	case spanattr.AttrTimeToFirstToken:
-		return spanattr.AttrTimeToFirstToken
-	case spanattr.AttrE2E:
-		return spanattr.AttrE2E
-	case spanattr.AttrTimeInQueue:
-		return spanattr.AttrTimeInQueue
-	case spanattr.AttrTimeInModelPrefill:
-		return spanattr.AttrTimeInModelPrefill
-	case spanattr.AttrTimeInModelDecode:
-		return spanattr.AttrTimeInModelDecode
-	case spanattr.AttrTimeInModelInference:
-		return spanattr.AttrTimeInModelInference
-	case spanattr.AttrTopP:
-		return spanattr.AttrTopP
-	case spanattr.AttrMaxTokens:
-		return spanattr.AttrMaxTokens
-	case spanattr.AttrTemperature:
-		return spanattr.AttrTemperature
-	case spanattr.AttrN:
-		return spanattr.AttrN
+	case artifact.AttrRequestID:
+		return artifact.AttrRequestID
+	case artifact.AttrPromptTokens:
+		return artifact.AttrPromptTokens
+	case artifact.AttrCompletionTokens:
+		return artifact.AttrCompletionTokens
+	case artifact.AttrTimeToFirstToken:
+		return artifact.AttrTimeToFirstToken
+	case artifact.AttrE2E:
+		return artifact.AttrE2E
+	case artifact.AttrTimeInQueue:
+		return artifact.AttrTimeInQueue
+	case artifact.AttrTimeInModelPrefill:
+		return artifact.AttrTimeInModelPrefill
+	case artifact.AttrTimeInModelDecode:
+		return artifact.AttrTimeInModelDecode
+	case artifact.AttrTimeInModelInference:
+		return artifact.AttrTimeInModelInference
+	case artifact.AttrTopP:
+		return artifact.AttrTopP
+	case artifact.AttrMaxTokens:
+		return artifact.AttrMaxTokens
+	case artifact.AttrTemperature:
+		return artifact.AttrTemperature
+	case artifact.AttrN:
+		return artifact.AttrN
 	}
 	return validUTF8(k)
 }
@@ -291,11 +291,11 @@ func scopeValue(s pcommon.InstrumentationScope) (map[string]any, error) {
 	return m, nil
 }
 
-// mapValue converts OTLP attributes to a JSON-shaped map (see SpanRecord).
+// mapValue converts OTLP attributes to a JSON-shaped map (see artifact.VLLMSpan).
 // A repeated key keeps its last value.
 func mapValue(m pcommon.Map, depth int) (map[string]any, error) {
-	if depth > maxValueDepth {
-		return nil, fmt.Errorf("value nested deeper than %d levels", maxValueDepth)
+	if depth > artifact.MaxSpanValueDepth {
+		return nil, fmt.Errorf("value nested deeper than %d levels", artifact.MaxSpanValueDepth)
 	}
 	out := make(map[string]any, m.Len())
 	var err error
@@ -338,8 +338,8 @@ func anyValue(v pcommon.Value, depth int) (any, error) {
 	case pcommon.ValueTypeMap:
 		return mapValue(v.Map(), depth+1)
 	case pcommon.ValueTypeSlice:
-		if depth+1 > maxValueDepth {
-			return nil, fmt.Errorf("value nested deeper than %d levels", maxValueDepth)
+		if depth+1 > artifact.MaxSpanValueDepth {
+			return nil, fmt.Errorf("value nested deeper than %d levels", artifact.MaxSpanValueDepth)
 		}
 		s := v.Slice()
 		out := make([]any, s.Len())

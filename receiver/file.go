@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
 	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/join"
 )
 
 // Limits of ReadSpanFile.
@@ -39,7 +40,7 @@ var ErrInvalidSpanFile = errors.New("invalid spans file")
 //     what a collector's file exporter writes) → Source "otlp_json_file";
 //     ids must be hex (base64 ids are refused), 64-bit integers may be
 //     numbers or strings and are read exactly;
-//   - infer.vllm_span v1 records (DecodeSpanRecord; lines of other
+//   - infer.vllm_span v1 records (DecodeVLLMSpan; lines of other
 //     event_types, e.g. the rest of an artifact, are skipped) → Source
 //     "jsonl_file";
 //   - span objects in the infer.vllm_span shape without the header — at
@@ -56,7 +57,7 @@ var ErrInvalidSpanFile = errors.New("invalid spans file")
 // and wrap ErrInvalidSpanFile (a file without any span-bearing line, an
 // invalid line, a span without a name, end before start, limits exceeded);
 // a missing file gives the *fs.PathError of os.Open.
-func ReadSpanFile(path string) ([]SpanRecord, error) {
+func ReadSpanFile(path string) ([]artifact.VLLMSpan, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -78,7 +79,7 @@ func ReadSpanFile(path string) ([]SpanRecord, error) {
 }
 
 // ReadSpans reads the content of a spans file from r; see ReadSpanFile.
-func ReadSpans(r io.Reader) ([]SpanRecord, error) {
+func ReadSpans(r io.Reader) ([]artifact.VLLMSpan, error) {
 	rd := &spanReader{}
 	br := bufio.NewReaderSize(io.LimitReader(r, MaxSpanFileBytes+1), 64<<10)
 	var acc []byte
@@ -118,7 +119,7 @@ func ReadSpans(r io.Reader) ([]SpanRecord, error) {
 
 // spanReader accumulates the spans of one file.
 type spanReader struct {
-	spans    []SpanRecord
+	spans    []artifact.VLLMSpan
 	bearing  int // lines that were OTLP exports or spans
 	skipped  int // artifact records of other event types
 	nonEmpty bool
@@ -131,7 +132,7 @@ func (rd *spanReader) lineErr(line int, err error) error {
 	return fmt.Errorf("line %d: %w: %v", line, ErrInvalidSpanFile, err)
 }
 
-func (rd *spanReader) finish() ([]SpanRecord, error) {
+func (rd *spanReader) finish() ([]artifact.VLLMSpan, error) {
 	if !rd.nonEmpty {
 		return nil, fmt.Errorf("%w: the file is empty", ErrInvalidSpanFile)
 	}
@@ -142,7 +143,7 @@ func (rd *spanReader) finish() ([]SpanRecord, error) {
 }
 
 // document reads a multi-line file as a sequence of JSON values.
-func (rd *spanReader) document(head []byte, rest io.Reader) ([]SpanRecord, error) {
+func (rd *spanReader) document(head []byte, rest io.Reader) ([]artifact.VLLMSpan, error) {
 	buf := bytes.NewBuffer(append(append([]byte(nil), head...), '\n'))
 	n, err := buf.ReadFrom(io.LimitReader(rest, MaxSpanFileDocumentBytes+1))
 	if err != nil {
@@ -187,22 +188,22 @@ func (rd *spanReader) value(text []byte) error {
 	if err := json.Unmarshal(text, &p); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidSpanFile, err)
 	}
-	var recs []SpanRecord
+	var recs []artifact.VLLMSpan
 	switch {
 	case p.EventType != nil:
 		if *p.EventType != artifact.EventVLLMSpan {
 			rd.skipped++
 			return nil
 		}
-		rec, err := DecodeSpanRecord(text)
+		rec, err := artifact.DecodeVLLMSpan(text)
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrInvalidSpanFile, err)
 		}
-		rec.Source = SourceJSONL
+		rec.Source = artifact.SpanSourceJSONL
 		if rec.ClockDomain == "" {
 			rec.ClockDomain = resourceDomain(rec.Resource)
 		}
-		recs = []SpanRecord{rec}
+		recs = []artifact.VLLMSpan{rec}
 	case p.ResourceSpans != nil || p.ResourceSpans2 != nil:
 		req := ptraceotlp.NewExportRequest()
 		if err := decodeJSONExport(req, text); err != nil {
@@ -212,25 +213,26 @@ func (rd *spanReader) value(text []byte) error {
 		if n := td.SpanCount(); len(rd.spans)+n > MaxSpanFileSpans {
 			return fmt.Errorf("%w: more than %d spans", ErrInvalidSpanFile, MaxSpanFileSpans)
 		}
-		conv := convertTraces(td, convertOptions{source: SourceOTLPFile})
+		conv := convertTraces(td, convertOptions{source: artifact.SpanSourceOTLPFile})
 		if conv.rejected > 0 {
 			return fmt.Errorf("%w: %s", ErrInvalidSpanFile, conv.reason)
 		}
 		recs = conv.records
 	case p.Name != nil:
-		var w wireSpan
-		if err := strictUnmarshal(text, &w); err != nil {
-			return fmt.Errorf("%w: %v", ErrInvalidSpanFile, err)
-		}
-		rec, err := w.record(true)
+		rec, err := artifact.DecodeVLLMSpanObject(text)
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrInvalidSpanFile, err)
 		}
-		rec.Source = SourceJSONL
+		if rec.RequestID == nil {
+			if id, ok := rec.String(artifact.AttrRequestID); ok {
+				rec.RequestID = join.RecoverRequestID(id)
+			}
+		}
+		rec.Source = artifact.SpanSourceJSONL
 		if rec.ClockDomain == "" {
 			rec.ClockDomain = resourceDomain(rec.Resource)
 		}
-		recs = []SpanRecord{rec}
+		recs = []artifact.VLLMSpan{rec}
 	default:
 		return fmt.Errorf("%w: neither an OTLP export (resourceSpans), an infer.vllm_span record nor a span object (name)", ErrInvalidSpanFile)
 	}
@@ -276,4 +278,12 @@ func readLine(br *bufio.Reader, acc *[]byte, max int) ([]byte, error) {
 			return nil, err
 		}
 	}
+}
+
+// truncate cuts s to n bytes, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

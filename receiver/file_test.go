@@ -12,8 +12,7 @@ import (
 	"testing"
 
 	"github.com/inferprobe/inferprobe/artifact"
-
-	"github.com/inferprobe/inferprobe/receiver/spanattr"
+	"github.com/inferprobe/inferprobe/join"
 )
 
 // The real vLLM 0.30 span sample (stormlog fixture): 12 llm_request spans
@@ -28,7 +27,7 @@ func TestReadSpanFileFixture(t *testing.T) {
 	}
 	requests, others := 0, 0
 	for i, s := range spans {
-		if s.Source != SourceJSONL || s.ClockDomain != "unknown-host/unix_epoch_ns" || s.ReceivedAtNS != nil || s.TraceID != nil {
+		if s.Source != artifact.SpanSourceJSONL || s.ClockDomain != "unknown-host/unix_epoch_ns" || s.ReceivedAtNS != nil || s.TraceID != nil {
 			t.Fatalf("span %d: %q %q %v %v", i, s.Source, s.ClockDomain, s.ReceivedAtNS, s.TraceID)
 		}
 		if s.IsRequestSpan() {
@@ -36,14 +35,14 @@ func TestReadSpanFileFixture(t *testing.T) {
 			if s.RequestID == nil || *s.RequestID != want {
 				t.Fatalf("span %d request id %v, want %s", i, s.RequestID, want)
 			}
-			if c := CandidateRequestIDs(s.Attributes[spanattr.AttrRequestID].(string)); c[0] != want || c[1] != want+"-0" {
+			if c := join.CandidateRequestIDs(s.Attributes[artifact.AttrRequestID].(string)); c[0] != want || c[1] != want+"-0" {
 				t.Fatalf("candidates %q", c)
 			}
-			if p, ok := s.Int(spanattr.AttrPromptTokens); !ok || p != 512 {
-				t.Fatalf("prompt tokens %v", s.Attributes[spanattr.AttrPromptTokens])
+			if p, ok := s.Int(artifact.AttrPromptTokens); !ok || p != 512 {
+				t.Fatalf("prompt tokens %v", s.Attributes[artifact.AttrPromptTokens])
 			}
-			if s.Attributes[spanattr.AttrTopP] != 1.0 { // written 1.0 by vLLM: stays a double
-				t.Fatalf("top_p %#v", s.Attributes[spanattr.AttrTopP])
+			if s.Attributes[artifact.AttrTopP] != 1.0 { // written 1.0 by vLLM: stays a double
+				t.Fatalf("top_p %#v", s.Attributes[artifact.AttrTopP])
 			}
 			requests++
 		} else {
@@ -63,7 +62,7 @@ func TestReadSpanFileFixture(t *testing.T) {
 	if *spans[0].StartUnixNS != 1790960617392174336 || *spans[0].EndUnixNS != 1790960617881833007 || *spans[0].TimestampNS != 1790960617392174336 {
 		t.Fatalf("first span %d..%d", *spans[0].StartUnixNS, *spans[0].EndUnixNS)
 	}
-	if e2e, _ := spans[0].Float(spanattr.AttrE2E); e2e != 0.48922157287597656 {
+	if e2e, _ := spans[0].Float(artifact.AttrE2E); e2e != 0.48922157287597656 {
 		t.Fatalf("e2e %v", e2e)
 	}
 	if spans[12].Name != "Worker init" || *spans[12].StartUnixNS != 1790960599745931202 {
@@ -84,7 +83,7 @@ func writeFile(t *testing.T, name string, data []byte) string {
 // the same span content as the receiver: equal content digests.
 func TestReadSpanFileOTLPJSON(t *testing.T) {
 	col := newCollector()
-	r := startReceiver(t, Options{SessionID: "sess-1", RunID: "run-1", Consume: col.consume})
+	r := startReceiver(t, Options{SessionID: "sess-1", RunID: "run-1", Sink: col})
 	var lines [][]byte
 	for b := 0; b < 3; b++ {
 		lines = append(lines, jsonBody(t, vllmTraces(b, 4)))
@@ -118,19 +117,19 @@ func TestReadSpanFileOTLPJSON(t *testing.T) {
 			t.Fatalf("%s: %d spans", name, len(spans))
 		}
 		for _, s := range spans {
-			if s.Source != SourceOTLPFile || s.ReceivedAtNS != nil || s.SessionID != "" {
+			if s.Source != artifact.SpanSourceOTLPFile || s.ReceivedAtNS != nil || s.SessionID != "" {
 				t.Fatalf("%s: %q %v %q", name, s.Source, s.ReceivedAtNS, s.SessionID)
 			}
 			if d := digests[*s.SpanID]; d == "" || d != s.ContentDigest() {
 				t.Fatalf("%s: span %s digest %s, received %s", name, *s.SpanID, s.ContentDigest(), d)
 			}
 		}
-		checkVLLMRecord(t, withRun(spans[1]), 0, 1, SourceOTLPFile)
+		checkVLLMRecord(t, withRun(spans[1]), 0, 1, artifact.SpanSourceOTLPFile)
 	}
 }
 
 // withRun stamps the ids and peer domain the receiver would have given.
-func withRun(s SpanRecord) SpanRecord {
+func withRun(s artifact.VLLMSpan) artifact.VLLMSpan {
 	s.SessionID, s.RunID, s.ClockDomain = "sess-1", "run-1", "127.0.0.1/unix_epoch_ns"
 	return s
 }
@@ -144,7 +143,7 @@ func TestReadSpanFileArtifact(t *testing.T) {
 		t.Fatal(err)
 	}
 	col := newCollector()
-	r := startReceiver(t, Options{SessionID: "sess-1", RunID: "run-1", Consume: col.consume})
+	r := startReceiver(t, Options{SessionID: "sess-1", RunID: "run-1", Sink: col})
 	if resp, _ := post(t, tracesURL(r), protoBody(t, vllmTraces(0, 5)), protoHdr); resp.StatusCode != 200 {
 		t.Fatal(resp.StatusCode)
 	}
@@ -171,10 +170,10 @@ func TestReadSpanFileArtifact(t *testing.T) {
 		t.Fatalf("%d spans", len(spans))
 	}
 	for i, s := range spans {
-		if s.Source != SourceJSONL || s.SessionID != "sess-1" || *s.ReceivedAtNS != *received[i].ReceivedAtNS || s.ContentDigest() != received[i].ContentDigest() {
+		if s.Source != artifact.SpanSourceJSONL || s.SessionID != "sess-1" || *s.ReceivedAtNS != *received[i].ReceivedAtNS || s.ContentDigest() != received[i].ContentDigest() {
 			t.Fatalf("span %d: %+v", i, s)
 		}
-		checkVLLMRecord(t, s, 0, i, SourceJSONL)
+		checkVLLMRecord(t, s, 0, i, artifact.SpanSourceJSONL)
 	}
 }
 

@@ -7,17 +7,19 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/inferprobe/inferprobe/artifact"
 )
 
-// roundTrip checks that a record survives MarshalJSON → DecodeSpanRecord
+// roundTrip checks that a record survives MarshalJSON → artifact.DecodeVLLMSpan
 // with the same content digest.
-func roundTrip(t *testing.T, rec SpanRecord) {
+func roundTrip(t *testing.T, rec artifact.VLLMSpan) {
 	t.Helper()
 	line, err := rec.MarshalJSON()
 	if err != nil {
 		t.Fatalf("marshal %+v: %v", rec, err)
 	}
-	back, err := DecodeSpanRecord(line)
+	back, err := artifact.DecodeVLLMSpan(line)
 	if err != nil {
 		t.Fatalf("decode %s: %v", line, err)
 	}
@@ -36,7 +38,7 @@ func FuzzHTTPJSONExport(f *testing.F) {
 	f.Add([]byte(`{"resource_spans":[{"scope_spans":[{"spans":[{"trace_id":"0af7651916cd43dd8448eb211c80319c","span_id":"b7ad6b7169203331","name":"x","kind":"SPAN_KIND_SERVER","status":{"code":"STATUS_CODE_ERROR"}}]}]}]}`))
 	f.Add([]byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203331","name":"x","attributes":[{"key":"a","value":{"arrayValue":{"values":[{"kvlistValue":{"values":[{"key":"b","value":{"bytesValue":"AQI="}}]}}]}}}]}]}]}]}`))
 	f.Add([]byte(`[]`))
-	var got []SpanRecord
+	var got []artifact.VLLMSpan
 	r := New(Options{SessionID: "s", RunID: "r", MaxBodyBytes: 1 << 20})
 	f.Cleanup(func() { r.Close() })
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -58,7 +60,7 @@ func FuzzHTTPJSONExport(f *testing.F) {
 		if err := decodeJSONExport(ereq, body); err != nil {
 			return
 		}
-		conv := convertTraces(ereq.Traces(), convertOptions{source: SourceHTTP, strict: true})
+		conv := convertTraces(ereq.Traces(), convertOptions{source: artifact.SpanSourceHTTP, strict: true})
 		got = append(got, conv.records...)
 		for _, s := range got {
 			roundTrip(t, s)
@@ -85,7 +87,7 @@ func FuzzHTTPProtobufExport(f *testing.F) {
 		if ereq.UnmarshalProto(body) != nil {
 			return
 		}
-		for _, s := range convertTraces(ereq.Traces(), convertOptions{source: SourceHTTP, strict: true}).records {
+		for _, s := range convertTraces(ereq.Traces(), convertOptions{source: artifact.SpanSourceHTTP, strict: true}).records {
 			roundTrip(t, s)
 		}
 	})
@@ -103,7 +105,9 @@ func FuzzReadSpans(f *testing.F) {
 	lines := bytes.Split(fixture, []byte("\n"))
 	f.Add(append(append(append([]byte(nil), lines[0]...), '\n'), lines[12]...))
 	f.Add(jsonBody(f, vllmTraces(0, 2)))
-	line, _ := sampleRecord().MarshalJSON()
+	line, _ := artifact.VLLMSpan{SessionID: "sess-1", RunID: "run-1", Source: artifact.SpanSourceHTTP, Name: artifact.RequestSpanName,
+		ClockDomain: "127.0.0.1/unix_epoch_ns", StartUnixNS: artifact.Ptr(baseNS), EndUnixNS: artifact.Ptr(baseNS + 489_659_671),
+		Attributes: map[string]any{artifact.AttrRequestID: "chatcmpl-inferprobe-run-1-c1_measured_0_0", artifact.AttrE2E: 0.489}}.MarshalJSON()
 	f.Add(line)
 	f.Add([]byte("{\n  \"resourceSpans\": []\n}\n"))
 	f.Add([]byte(`{"name":"x","start_unix_ns":"5","end_unix_ns":6,"status":{"code":2},"dropped":{"links":1},"attributes":{"a":[1,2.5,{"b":null}]}}`))
@@ -121,27 +125,6 @@ func FuzzReadSpans(f *testing.F) {
 				t.Fatal("span without a name accepted")
 			}
 			roundTrip(t, s)
-		}
-	})
-}
-
-// FuzzCandidateRequestIDs: candidates are non-empty, distinct, substrings
-// of the id.
-func FuzzCandidateRequestIDs(f *testing.F) {
-	for _, s := range []string{"chatcmpl-abc", "cmpl-q05-warmup-r0000-0", "1_chatcmpl-x_2", "cmpl-a-0-deadbeef", ""} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, id string) {
-		c := CandidateRequestIDs(id)
-		seen := map[string]bool{}
-		for _, s := range c {
-			if s == "" || seen[s] || !strings.Contains(id, s) {
-				t.Fatalf("candidates %q of %q", c, id)
-			}
-			seen[s] = true
-		}
-		if r := RecoverRequestID(id); r != nil && (len(c) == 0 || *r != c[0]) {
-			t.Fatalf("recovered %q, candidates %q", *r, c)
 		}
 	})
 }

@@ -21,8 +21,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/inferprobe/inferprobe/artifact"
-
-	"github.com/inferprobe/inferprobe/receiver/spanattr"
 )
 
 // baseNS is a fixed span start (2026-10-03, beyond float64's exact range).
@@ -62,7 +60,7 @@ func vllmSpec(batch, i int) spanSpec {
 // addSpan appends a vLLM-like llm_request span to ss.
 func addSpan(ss ptrace.ScopeSpans, s spanSpec) ptrace.Span {
 	sp := ss.Spans().AppendEmpty()
-	sp.SetName(spanattr.RequestSpanName)
+	sp.SetName(artifact.RequestSpanName)
 	sp.SetKind(ptrace.SpanKindServer)
 	sp.SetTraceID(pcommon.TraceID(s.traceID))
 	sp.SetSpanID(pcommon.SpanID(s.spanID))
@@ -70,18 +68,18 @@ func addSpan(ss ptrace.ScopeSpans, s spanSpec) ptrace.Span {
 	sp.SetStartTimestamp(pcommon.Timestamp(s.startNS))
 	sp.SetEndTimestamp(pcommon.Timestamp(s.endNS))
 	a := sp.Attributes()
-	a.PutDouble(spanattr.AttrTimeToFirstToken, s.ttft)
-	a.PutDouble(spanattr.AttrE2E, s.e2e)
-	a.PutDouble(spanattr.AttrTimeInQueue, 3.4356489777565e-05)
-	a.PutInt(spanattr.AttrPromptTokens, s.prompt)
-	a.PutInt(spanattr.AttrCompletionTokens, s.completion)
-	a.PutDouble(spanattr.AttrTimeInModelPrefill, 0.027541324496269226)
-	a.PutDouble(spanattr.AttrTimeInModelDecode, 0.44931017979979515)
-	a.PutDouble(spanattr.AttrTimeInModelInference, 0.4768515042960644)
-	a.PutStr(spanattr.AttrRequestID, "chatcmpl-"+s.xRequestID)
-	a.PutDouble(spanattr.AttrTopP, 1.0)
-	a.PutInt(spanattr.AttrMaxTokens, 128)
-	a.PutInt(spanattr.AttrN, 1)
+	a.PutDouble(artifact.AttrTimeToFirstToken, s.ttft)
+	a.PutDouble(artifact.AttrE2E, s.e2e)
+	a.PutDouble(artifact.AttrTimeInQueue, 3.4356489777565e-05)
+	a.PutInt(artifact.AttrPromptTokens, s.prompt)
+	a.PutInt(artifact.AttrCompletionTokens, s.completion)
+	a.PutDouble(artifact.AttrTimeInModelPrefill, 0.027541324496269226)
+	a.PutDouble(artifact.AttrTimeInModelDecode, 0.44931017979979515)
+	a.PutDouble(artifact.AttrTimeInModelInference, 0.4768515042960644)
+	a.PutStr(artifact.AttrRequestID, "chatcmpl-"+s.xRequestID)
+	a.PutDouble(artifact.AttrTopP, 1.0)
+	a.PutInt(artifact.AttrMaxTokens, 128)
+	a.PutInt(artifact.AttrN, 1)
 	return sp
 }
 
@@ -136,16 +134,19 @@ func gzipped(t testing.TB, b []byte) []byte {
 	return buf.Bytes()
 }
 
-// collector is a Consume callback that keeps every span.
+// collector is a sink that keeps every span.
 type collector struct {
 	mu    sync.Mutex
-	spans []SpanRecord
+	spans []artifact.VLLMSpan
 	added chan struct{}
 }
 
 func newCollector() *collector { return &collector{added: make(chan struct{}, 1)} }
 
-func (c *collector) consume(r SpanRecord) {
+func (c *collector) Close() error { return nil }
+
+func (c *collector) Write(rec artifact.Record) error {
+	r := *rec.(*artifact.VLLMSpan)
 	c.mu.Lock()
 	c.spans = append(c.spans, r)
 	c.mu.Unlock()
@@ -153,16 +154,17 @@ func (c *collector) consume(r SpanRecord) {
 	case c.added <- struct{}{}:
 	default:
 	}
+	return nil
 }
 
-func (c *collector) all() []SpanRecord {
+func (c *collector) all() []artifact.VLLMSpan {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]SpanRecord(nil), c.spans...)
+	return append([]artifact.VLLMSpan(nil), c.spans...)
 }
 
 // wait returns once n spans arrived, or fails after timeout.
-func (c *collector) wait(t testing.TB, n int, timeout time.Duration) []SpanRecord {
+func (c *collector) wait(t testing.TB, n int, timeout time.Duration) []artifact.VLLMSpan {
 	t.Helper()
 	deadline := time.After(timeout)
 	for {

@@ -15,11 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inferprobe/inferprobe/artifact"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"google.golang.org/grpc/codes"
-
-	"github.com/inferprobe/inferprobe/receiver/spanattr"
 )
 
 var (
@@ -28,10 +27,10 @@ var (
 )
 
 // checkVLLMRecord asserts that rec is span i of batch as vllmSpec built it.
-func checkVLLMRecord(t *testing.T, rec SpanRecord, batch, i int, source string) {
+func checkVLLMRecord(t *testing.T, rec artifact.VLLMSpan, batch, i int, source string) {
 	t.Helper()
 	s := vllmSpec(batch, i)
-	if rec.Name != spanattr.RequestSpanName || rec.Source != source || rec.SessionID != "sess-1" || rec.RunID != "run-1" {
+	if rec.Name != artifact.RequestSpanName || rec.Source != source || rec.SessionID != "sess-1" || rec.RunID != "run-1" {
 		t.Fatalf("header fields %q %q %q %q", rec.Name, rec.Source, rec.SessionID, rec.RunID)
 	}
 	if *rec.StartUnixNS != s.startNS || *rec.EndUnixNS != s.endNS || *rec.TimestampNS != s.startNS {
@@ -43,8 +42,8 @@ func checkVLLMRecord(t *testing.T, rec SpanRecord, batch, i int, source string) 
 	if *rec.Kind != "SERVER" || rec.Status == nil || rec.Status.Code != "UNSET" {
 		t.Fatalf("kind %s status %+v", *rec.Kind, rec.Status)
 	}
-	if rec.Attributes[spanattr.AttrPromptTokens] != int64(512) || rec.Attributes[spanattr.AttrTopP] != 1.0 || rec.Attributes[spanattr.AttrE2E] != s.e2e ||
-		rec.Attributes[spanattr.AttrRequestID] != "chatcmpl-"+s.xRequestID || len(rec.Attributes) != 12 {
+	if rec.Attributes[artifact.AttrPromptTokens] != int64(512) || rec.Attributes[artifact.AttrTopP] != 1.0 || rec.Attributes[artifact.AttrE2E] != s.e2e ||
+		rec.Attributes[artifact.AttrRequestID] != "chatcmpl-"+s.xRequestID || len(rec.Attributes) != 12 {
 		t.Fatalf("attributes %#v", rec.Attributes)
 	}
 	if rec.RequestID == nil || *rec.RequestID != s.xRequestID {
@@ -64,7 +63,7 @@ func checkVLLMRecord(t *testing.T, rec SpanRecord, batch, i int, source string) 
 func TestHTTPProtobufJSONAndGzip(t *testing.T) {
 	col := newCollector()
 	fixed := time.Unix(0, baseNS+60_000_000_000)
-	r := startReceiver(t, Options{SessionID: "sess-1", RunID: "run-1", Consume: col.consume, Now: func() time.Time { return fixed }})
+	r := startReceiver(t, Options{SessionID: "sess-1", RunID: "run-1", Sink: col, Now: func() time.Time { return fixed }})
 	url := tracesURL(r)
 	cases := []struct {
 		name string
@@ -96,7 +95,7 @@ func TestHTTPProtobufJSONAndGzip(t *testing.T) {
 		spans := col.wait(t, 5*(batch+1), 5*time.Second)
 		for i := 0; i < 5; i++ {
 			rec := spans[5*batch+i]
-			checkVLLMRecord(t, rec, batch, i, SourceHTTP)
+			checkVLLMRecord(t, rec, batch, i, artifact.SpanSourceHTTP)
 			if *rec.ReceivedAtNS != fixed.UnixNano() {
 				t.Fatalf("received_at %d", *rec.ReceivedAtNS)
 			}
@@ -110,7 +109,7 @@ func TestHTTPProtobufJSONAndGzip(t *testing.T) {
 
 func TestHTTPJSONExactIntegersAndHexIDs(t *testing.T) {
 	col := newCollector()
-	r := startReceiver(t, Options{SessionID: "sess-1", RunID: "run-1", Consume: col.consume})
+	r := startReceiver(t, Options{SessionID: "sess-1", RunID: "run-1", Sink: col})
 	// 64-bit integers as strings and as numbers, the max int64 included.
 	body := `{"resourceSpans":[{"resource":{"attributes":[{"key":"host.name","value":{"stringValue":"gpu-01"}}]},
 	  "scopeSpans":[{"scope":{"name":"vllm.llm_engine","version":"0.30.0"},"spans":[
@@ -160,7 +159,7 @@ func TestHTTPJSONExactIntegersAndHexIDs(t *testing.T) {
 
 func TestHTTPPartialSuccess(t *testing.T) {
 	col := newCollector()
-	r := startReceiver(t, Options{SessionID: "sess-1", RunID: "run-1", Consume: col.consume})
+	r := startReceiver(t, Options{SessionID: "sess-1", RunID: "run-1", Sink: col})
 	td := vllmTraces(0, 4)
 	spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
 	spans.At(1).SetSpanID(pcommon.SpanID{})   // invalid: all-zero span id
@@ -194,7 +193,7 @@ func TestHTTPPartialSuccess(t *testing.T) {
 
 func TestHTTPBadInput(t *testing.T) {
 	col := newCollector()
-	r := startReceiver(t, Options{SessionID: "sess-1", RunID: "run-1", Consume: col.consume, MaxBodyBytes: 1 << 20})
+	r := startReceiver(t, Options{SessionID: "sess-1", RunID: "run-1", Sink: col, MaxBodyBytes: 1 << 20})
 	url := tracesURL(r)
 	good := protoBody(t, vllmTraces(0, 3))
 	goodJSON := jsonBody(t, vllmTraces(0, 1))
@@ -341,14 +340,16 @@ func TestGzipBombRefusedEarly(t *testing.T) {
 func TestHTTPQueueFull(t *testing.T) {
 	release := make(chan struct{})
 	var mu sync.Mutex
-	var got []SpanRecord
+	var got []artifact.VLLMSpan
 	r := startReceiver(t, Options{SessionID: "sess-1", RunID: "run-1", QueueSpans: 25, RetryAfter: 1500 * time.Millisecond,
-		Consume: func(s SpanRecord) {
+		Sink: artifact.SinkFunc(func(rec artifact.Record) error {
+			s := *rec.(*artifact.VLLMSpan)
 			<-release
 			mu.Lock()
 			got = append(got, s)
 			mu.Unlock()
-		}})
+			return nil
+		})})
 	accepted, refused := 0, 0
 	for b := 0; b < 10; b++ {
 		resp, out := post(t, tracesURL(r), protoBody(t, vllmTraces(b, 10)), protoHdr)
@@ -434,8 +435,8 @@ func TestHTTPBusy(t *testing.T) {
 // Shutdown delivers every queued span, then refuses new exports.
 func TestShutdownDrainsThenRefuses(t *testing.T) {
 	col := newCollector()
-	slow := func(s SpanRecord) { time.Sleep(2 * time.Millisecond); col.consume(s) }
-	r := New(Options{Consume: slow})
+	slow := artifact.SinkFunc(func(rec artifact.Record) error { time.Sleep(2 * time.Millisecond); return col.Write(rec) })
+	r := New(Options{Sink: slow})
 	srv := httptest.NewServer(r)
 	defer srv.Close()
 	for b := 0; b < 5; b++ {
@@ -468,13 +469,14 @@ func TestShutdownDeadlineDrops(t *testing.T) {
 	block := make(chan struct{})
 	defer close(block)
 	first := make(chan struct{}, 1)
-	r := New(Options{Consume: func(SpanRecord) {
+	r := New(Options{Sink: artifact.SinkFunc(func(artifact.Record) error {
 		select {
 		case first <- struct{}{}:
 			<-block
 		default:
 		}
-	}})
+		return nil
+	})})
 	h := httptest.NewServer(r)
 	defer h.Close()
 	if resp, _ := post(t, h.URL+TracesPath, protoBody(t, vllmTraces(0, 50)), protoHdr); resp.StatusCode != 200 {
@@ -586,7 +588,7 @@ func TestHTTPSlowBodyTimesOut(t *testing.T) {
 func TestHTTPQueueFullRefusesBeforeDecoding(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
-	r := startReceiver(t, Options{QueueSpans: 10, QueueBytes: 1 << 20, Consume: func(SpanRecord) { <-release }})
+	r := startReceiver(t, Options{QueueSpans: 10, QueueBytes: 1 << 20, Sink: artifact.SinkFunc(func(artifact.Record) error { <-release; return nil })})
 	if resp, _ := post(t, tracesURL(r), protoBody(t, vllmTraces(0, 10)), protoHdr); resp.StatusCode != 200 {
 		t.Fatal(resp.StatusCode)
 	}

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/inferprobe/inferprobe/artifact"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -67,11 +68,13 @@ type Options struct {
 	// SessionID and RunID are stamped on every record.
 	SessionID string
 	RunID     string
-	// Consume receives every accepted span, in arrival order, from one
-	// goroutine the Receiver owns (never concurrently). A slow Consume fills
-	// the queue, and exporters are then told to retry (503 / Unavailable).
-	// Nil discards the spans (they still count as delivered).
-	Consume func(SpanRecord)
+	// Sink receives every accepted span as a *artifact.VLLMSpan, in arrival
+	// order, from one goroutine the Receiver owns (never concurrently). A
+	// slow sink fills the queue, and exporters are then told to retry (503 /
+	// Unavailable). The first Write error is kept (WriteErr); later spans are
+	// still handed on. Nil discards the spans (they still count as
+	// delivered). The Receiver never closes the sink.
+	Sink artifact.Sink
 	// MaxBodyBytes bounds an HTTP body after gzip decompression and a gRPC
 	// message after decompression (413 / ResourceExhausted beyond).
 	MaxBodyBytes int64
@@ -137,7 +140,7 @@ func (o *Options) setDefaults() {
 
 // Receiver is an OTLP trace receiver: OTLP/HTTP (POST /v1/traces, protobuf
 // and JSON, optionally gzip) through ServeHTTP, and the OTLP gRPC
-// TraceService. Decoded spans become SpanRecord values delivered to
+// TraceService. Decoded spans become artifact.VLLMSpan values delivered to
 // Options.Consume by one goroutine through a bounded queue.
 //
 // Answers follow the OTLP specification: 200 with an
@@ -164,6 +167,9 @@ type Receiver struct {
 	stopping     atomic.Bool
 	abort        atomic.Bool
 	consumerDone chan struct{}
+
+	writeErrMu sync.Mutex
+	writeErr   error // the sink's first Write error
 
 	mu       sync.Mutex
 	listened bool
@@ -474,7 +480,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		writeStatus(w, format, http.StatusBadRequest, codes.InvalidArgument, "undecodable OTLP "+format.String()+" export: "+truncate(derr.Error(), 200), 0)
 		return
 	}
-	conv, err := r.accept(ereq.Traces(), SourceHTTP, peerHost(req.RemoteAddr), len(body))
+	conv, err := r.accept(ereq.Traces(), artifact.SpanSourceHTTP, peerHost(req.RemoteAddr), len(body))
 	if err != nil {
 		r.refuseHTTP(w, format, err)
 		return
@@ -597,7 +603,7 @@ func (g *grpcService) Export(ctx context.Context, req ptraceotlp.ExportRequest) 
 	}
 	td := req.Traces()
 	var sizer ptrace.ProtoMarshaler
-	conv, err := r.accept(td, SourceGRPC, host, sizer.TracesSize(td))
+	conv, err := r.accept(td, artifact.SpanSourceGRPC, host, sizer.TracesSize(td))
 	switch {
 	case errors.Is(err, errTooManySpans):
 		return ptraceotlp.ExportResponse{}, status.Error(codes.InvalidArgument, err.Error())
@@ -818,8 +824,14 @@ func (r *Receiver) consume() {
 			if r.abort.Load() {
 				break
 			}
-			if r.opts.Consume != nil {
-				r.opts.Consume(batch[i])
+			if r.opts.Sink != nil {
+				if err := r.opts.Sink.Write(&batch[i]); err != nil {
+					r.writeErrMu.Lock()
+					if r.writeErr == nil {
+						r.writeErr = err
+					}
+					r.writeErrMu.Unlock()
+				}
 			}
 			delivered++
 		}
@@ -834,7 +846,7 @@ func (r *Receiver) consume() {
 type queue struct {
 	mu       sync.Mutex
 	cond     sync.Cond
-	batches  [][]SpanRecord
+	batches  [][]artifact.VLLMSpan
 	sizes    []int64
 	spans    int
 	bytes    int64
@@ -849,7 +861,7 @@ func (q *queue) init(maxSpans int, maxBytes int64) {
 	q.maxBytes = maxBytes
 }
 
-func (q *queue) push(batch []SpanRecord, size int64) error {
+func (q *queue) push(batch []artifact.VLLMSpan, size int64) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
@@ -881,7 +893,7 @@ func (q *queue) admit(expect int64) error {
 }
 
 // pop blocks for the next batch; false once the queue is closed and empty.
-func (q *queue) pop() ([]SpanRecord, int64, bool) {
+func (q *queue) pop() ([]artifact.VLLMSpan, int64, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for len(q.batches) == 0 {
@@ -917,4 +929,11 @@ func (q *queue) queued() (int, int64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.spans, q.bytes
+}
+
+// WriteErr returns the sink's first Write error, or nil.
+func (r *Receiver) WriteErr() error {
+	r.writeErrMu.Lock()
+	defer r.writeErrMu.Unlock()
+	return r.writeErr
 }

@@ -22,8 +22,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/inferprobe/inferprobe/artifact"
-
-	"github.com/inferprobe/inferprobe/receiver/spanattr"
 )
 
 // exportWithSDK sends n llm_request spans with vLLM's attributes through a
@@ -39,13 +37,13 @@ func exportWithSDK(t *testing.T, exp sdktrace.SpanExporter, n int, hostName stri
 	for i := 0; i < n; i++ {
 		s := vllmSpec(7, i)
 		parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: s.traceID, SpanID: s.parentID, TraceFlags: trace.FlagsSampled, Remote: true})
-		_, sp := tracer.Start(trace.ContextWithRemoteSpanContext(ctx, parent), spanattr.RequestSpanName,
+		_, sp := tracer.Start(trace.ContextWithRemoteSpanContext(ctx, parent), artifact.RequestSpanName,
 			trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(time.Unix(0, s.startNS)),
 			trace.WithAttributes(
-				attribute.Float64(spanattr.AttrTimeToFirstToken, s.ttft), attribute.Float64(spanattr.AttrE2E, s.e2e),
-				attribute.Float64(spanattr.AttrTimeInQueue, 3.4356489777565e-05), attribute.Int64(spanattr.AttrPromptTokens, s.prompt),
-				attribute.Int64(spanattr.AttrCompletionTokens, s.completion), attribute.String(spanattr.AttrRequestID, "chatcmpl-"+s.xRequestID),
-				attribute.Float64(spanattr.AttrTopP, 1.0), attribute.Int(spanattr.AttrMaxTokens, 128), attribute.Int(spanattr.AttrN, 1),
+				attribute.Float64(artifact.AttrTimeToFirstToken, s.ttft), attribute.Float64(artifact.AttrE2E, s.e2e),
+				attribute.Float64(artifact.AttrTimeInQueue, 3.4356489777565e-05), attribute.Int64(artifact.AttrPromptTokens, s.prompt),
+				attribute.Int64(artifact.AttrCompletionTokens, s.completion), attribute.String(artifact.AttrRequestID, "chatcmpl-"+s.xRequestID),
+				attribute.Float64(artifact.AttrTopP, 1.0), attribute.Int(artifact.AttrMaxTokens, 128), attribute.Int(artifact.AttrN, 1),
 				attribute.Int64("big", 1<<62+1)))
 		sp.End(trace.WithTimestamp(time.Unix(0, s.endNS)))
 	}
@@ -57,12 +55,12 @@ func exportWithSDK(t *testing.T, exp sdktrace.SpanExporter, n int, hostName stri
 	}
 }
 
-func checkSDKSpans(t *testing.T, got []SpanRecord, n int, source, hostName string) {
+func checkSDKSpans(t *testing.T, got []artifact.VLLMSpan, n int, source, hostName string) {
 	t.Helper()
 	if len(got) != n {
 		t.Fatalf("got %d spans, want %d", len(got), n)
 	}
-	byID := map[string]SpanRecord{}
+	byID := map[string]artifact.VLLMSpan{}
 	for _, r := range got {
 		byID[*r.RequestID] = r
 	}
@@ -72,7 +70,7 @@ func checkSDKSpans(t *testing.T, got []SpanRecord, n int, source, hostName strin
 		if !ok {
 			t.Fatalf("no span for %s", s.xRequestID)
 		}
-		if r.Source != source || r.Name != spanattr.RequestSpanName || *r.Kind != "SERVER" || r.ClockDomain != hostName+"/unix_epoch_ns" {
+		if r.Source != source || r.Name != artifact.RequestSpanName || *r.Kind != "SERVER" || r.ClockDomain != hostName+"/unix_epoch_ns" {
 			t.Fatalf("span %d: %q %q %q %q", i, r.Source, r.Name, *r.Kind, r.ClockDomain)
 		}
 		if *r.TraceID != fmt.Sprintf("%x", s.traceID) || *r.ParentSpanID != fmt.Sprintf("%x", s.parentID) || r.SpanID == nil {
@@ -81,8 +79,8 @@ func checkSDKSpans(t *testing.T, got []SpanRecord, n int, source, hostName strin
 		if *r.StartUnixNS != s.startNS || *r.EndUnixNS != s.endNS {
 			t.Fatalf("span %d times %d %d", i, *r.StartUnixNS, *r.EndUnixNS)
 		}
-		if r.Attributes[spanattr.AttrPromptTokens] != int64(512) || r.Attributes[spanattr.AttrE2E] != s.e2e || r.Attributes["big"] != int64(1<<62+1) ||
-			r.Attributes[spanattr.AttrTopP] != 1.0 || r.Attributes[spanattr.AttrMaxTokens] != int64(128) {
+		if r.Attributes[artifact.AttrPromptTokens] != int64(512) || r.Attributes[artifact.AttrE2E] != s.e2e || r.Attributes["big"] != int64(1<<62+1) ||
+			r.Attributes[artifact.AttrTopP] != 1.0 || r.Attributes[artifact.AttrMaxTokens] != int64(128) {
 			t.Fatalf("span %d attributes %#v", i, r.Attributes)
 		}
 		if r.Resource["vllm.process_id"] != int64(77) || r.Scope["name"] != "vllm.llm_engine" {
@@ -95,7 +93,7 @@ func TestOTelSDKHTTPExporter(t *testing.T) {
 	for _, gz := range []bool{false, true} {
 		t.Run(fmt.Sprintf("gzip=%v", gz), func(t *testing.T) {
 			col := newCollector()
-			r := startReceiver(t, Options{SessionID: "sess-1", RunID: "run-1", Consume: col.consume})
+			r := startReceiver(t, Options{SessionID: "sess-1", RunID: "run-1", Sink: col})
 			opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(tracesURL(r))}
 			if gz {
 				opts = append(opts, otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
@@ -105,7 +103,7 @@ func TestOTelSDKHTTPExporter(t *testing.T) {
 				t.Fatal(err)
 			}
 			exportWithSDK(t, exp, 20, "gpu-http")
-			checkSDKSpans(t, col.wait(t, 20, 10*time.Second), 20, SourceHTTP, "gpu-http")
+			checkSDKSpans(t, col.wait(t, 20, 10*time.Second), 20, artifact.SpanSourceHTTP, "gpu-http")
 			if st := r.Stats(); st.SpansHTTPProtobuf != 20 || st.HTTPRequests < 1 {
 				t.Fatalf("stats %+v", st)
 			}
@@ -121,7 +119,7 @@ func TestOTelSDKGRPCExporter(t *testing.T) {
 	}{{"grpc port", false, false}, {"grpc port gzip", false, true}, {"http port (h2c)", true, false}} {
 		t.Run(c.name, func(t *testing.T) {
 			col := newCollector()
-			r := startReceiver(t, Options{SessionID: "sess-1", RunID: "run-1", Consume: col.consume})
+			r := startReceiver(t, Options{SessionID: "sess-1", RunID: "run-1", Sink: col})
 			addr := r.GRPCAddr()
 			if c.onHTTP {
 				addr = r.HTTPAddr()
@@ -135,7 +133,7 @@ func TestOTelSDKGRPCExporter(t *testing.T) {
 				t.Fatal(err)
 			}
 			exportWithSDK(t, exp, 20, "gpu-grpc")
-			checkSDKSpans(t, col.wait(t, 20, 10*time.Second), 20, SourceGRPC, "gpu-grpc")
+			checkSDKSpans(t, col.wait(t, 20, 10*time.Second), 20, artifact.SpanSourceGRPC, "gpu-grpc")
 			st := r.Stats()
 			if st.SpansGRPC != 20 || (c.onHTTP && st.GRPCOnHTTP < 1) || (!c.onHTTP && st.GRPCOnHTTP != 0) {
 				t.Fatalf("stats %+v", st)
@@ -152,7 +150,7 @@ func TestOTelSDKGRPCExporter(t *testing.T) {
 // An HTTP exporter with retries off sees the 503 of a full queue.
 func TestOTelSDKHTTPExporterSeesQueueFull(t *testing.T) {
 	release := make(chan struct{})
-	r := startReceiver(t, Options{QueueSpans: 5, Consume: func(SpanRecord) { <-release }})
+	r := startReceiver(t, Options{QueueSpans: 5, Sink: artifact.SinkFunc(func(artifact.Record) error { <-release; return nil })})
 	defer close(release)
 	exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(tracesURL(r)),
 		otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}))
@@ -167,7 +165,7 @@ func TestOTelSDKHTTPExporterSeesQueueFull(t *testing.T) {
 		}
 	}
 	tracer := sdktrace.NewTracerProvider().Tracer("x")
-	_, sp := tracer.Start(context.Background(), spanattr.RequestSpanName)
+	_, sp := tracer.Start(context.Background(), artifact.RequestSpanName)
 	sp.End()
 	ro := sp.(sdktrace.ReadOnlySpan)
 	err = exp.ExportSpans(context.Background(), []sdktrace.ReadOnlySpan{ro})
@@ -181,7 +179,7 @@ func TestOTelSDKHTTPExporterSeesQueueFull(t *testing.T) {
 func TestGRPCAnswers(t *testing.T) {
 	release := make(chan struct{})
 	r := startReceiver(t, Options{SessionID: "sess-1", RunID: "run-1", QueueSpans: 10, MaxSpansPerExport: 50,
-		RetryAfter: 3 * time.Second, Consume: func(SpanRecord) { <-release }})
+		RetryAfter: 3 * time.Second, Sink: artifact.SinkFunc(func(artifact.Record) error { <-release; return nil })})
 	defer close(release)
 	cc, err := grpc.NewClient(r.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -255,7 +253,7 @@ func TestGRPCMessageTooLarge(t *testing.T) {
 // under the same ids gives another digest (a conflicting span).
 func TestRedeliveryDigests(t *testing.T) {
 	col := newCollector()
-	r := startReceiver(t, Options{SessionID: "sess-1", RunID: "run-1", Consume: col.consume})
+	r := startReceiver(t, Options{SessionID: "sess-1", RunID: "run-1", Sink: col})
 	td := vllmTraces(0, 3)
 	post(t, tracesURL(r), protoBody(t, td), protoHdr)
 	post(t, tracesURL(r), jsonBody(t, td), jsonHdr)
@@ -268,7 +266,7 @@ func TestRedeliveryDigests(t *testing.T) {
 		t.Fatal(err)
 	}
 	changed := vllmTraces(0, 3)
-	changed.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(1).Attributes().PutInt(spanattr.AttrCompletionTokens, 127)
+	changed.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(1).Attributes().PutInt(artifact.AttrCompletionTokens, 127)
 	post(t, tracesURL(r), protoBody(t, changed), protoHdr)
 	got := col.wait(t, 12, 5*time.Second)
 	for i := 0; i < 3; i++ {
@@ -288,7 +286,7 @@ func TestRedeliveryDigests(t *testing.T) {
 
 func TestCapabilitiesRecord(t *testing.T) {
 	col := newCollector()
-	r := startReceiver(t, Options{Consume: col.consume, QueueSpans: 1000, MaxBodyBytes: 1 << 20})
+	r := startReceiver(t, Options{Sink: col, QueueSpans: 1000, MaxBodyBytes: 1 << 20})
 	post(t, tracesURL(r), jsonBody(t, vllmTraces(0, 4)), jsonHdr)
 	post(t, tracesURL(r), []byte("x"), protoHdr)
 	col.wait(t, 4, 5*time.Second)

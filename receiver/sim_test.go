@@ -11,9 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/sim"
-
-	"github.com/inferprobe/inferprobe/receiver/spanattr"
 )
 
 // The simulated engine exports its real llm_request spans over gRPC and
@@ -23,7 +22,7 @@ func TestSimEndToEnd(t *testing.T) {
 	for _, proto := range []string{sim.ProtocolGRPC, sim.ProtocolHTTPProtobuf} {
 		t.Run(proto, func(t *testing.T) {
 			col := newCollector()
-			r := startReceiver(t, Options{SessionID: "sess-1", RunID: "run-1", Consume: col.consume})
+			r := startReceiver(t, Options{SessionID: "sess-1", RunID: "run-1", Sink: col})
 			cfg := sim.DefaultConfig()
 			cfg.DecodeStepBase = time.Millisecond
 			cfg.DecodeStepPerSeq = 20 * time.Microsecond
@@ -93,7 +92,7 @@ func TestSimEndToEnd(t *testing.T) {
 				t.Fatal(err)
 			}
 			spans := col.wait(t, n, 15*time.Second)
-			byReq := map[string]SpanRecord{}
+			byReq := map[string]artifact.VLLMSpan{}
 			for _, sp := range spans {
 				if sp.RequestID == nil {
 					t.Fatalf("span without request id: %+v", sp)
@@ -103,28 +102,28 @@ func TestSimEndToEnd(t *testing.T) {
 				}
 				byReq[*sp.RequestID] = sp
 			}
-			wantSource := SourceGRPC
+			wantSource := artifact.SpanSourceGRPC
 			if proto == sim.ProtocolHTTPProtobuf {
-				wantSource = SourceHTTP
+				wantSource = artifact.SpanSourceHTTP
 			}
 			for _, res := range results {
 				sp, ok := byReq[res.xrid]
 				if !ok {
 					t.Fatalf("no span for %s", res.xrid)
 				}
-				if id, _ := sp.String(spanattr.AttrRequestID); id != "chatcmpl-"+res.xrid {
+				if id, _ := sp.String(artifact.AttrRequestID); id != "chatcmpl-"+res.xrid {
 					t.Fatalf("gen_ai.request.id %q", id)
 				}
 				if *sp.TraceID != res.traceID || sp.ParentSpanID == nil || *sp.ParentSpanID != res.parentID {
 					t.Fatalf("%s: trace %s parent %v, want %s %s", res.xrid, *sp.TraceID, sp.ParentSpanID, res.traceID, res.parentID)
 				}
-				p, _ := sp.Int(spanattr.AttrPromptTokens)
-				c, _ := sp.Int(spanattr.AttrCompletionTokens)
+				p, _ := sp.Int(artifact.AttrPromptTokens)
+				c, _ := sp.Int(artifact.AttrCompletionTokens)
 				if p != res.prompt || c != res.completion || p == 0 || c == 0 {
 					t.Fatalf("%s: tokens %d/%d, usage said %d/%d", res.xrid, p, c, res.prompt, res.completion)
 				}
-				e2e, ok1 := sp.Float(spanattr.AttrE2E)
-				ttft, ok2 := sp.Float(spanattr.AttrTimeToFirstToken)
+				e2e, ok1 := sp.Float(artifact.AttrE2E)
+				ttft, ok2 := sp.Float(artifact.AttrTimeToFirstToken)
 				dur, _ := sp.DurationNS()
 				if !ok1 || !ok2 || ttft <= 0 || ttft > e2e || dur <= 0 {
 					t.Fatalf("%s: ttft %v e2e %v duration %d", res.xrid, ttft, e2e, dur)

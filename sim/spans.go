@@ -8,14 +8,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/inferprobe/inferprobe/artifact"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/inferprobe/inferprobe/receiver/spanattr"
 )
 
 // tracerScope is the instrumentation scope of the spans (vLLM's front-end module name).
@@ -80,27 +79,27 @@ func newTracerProvider(ctx context.Context, cfg *Config) (*sdktrace.TracerProvid
 func spanAttributes(s *seq) []attribute.KeyValue {
 	sec := func(ns int64) float64 { return float64(ns) / 1e9 }
 	attrs := []attribute.KeyValue{
-		attribute.Float64(spanattr.AttrTimeToFirstToken, sec(s.firstTokenNs-s.arrivalNs)),
-		attribute.Float64(spanattr.AttrE2E, sec(s.finishNs-s.arrivalNs)),
-		attribute.Float64(spanattr.AttrTimeInQueue, sec(s.scheduledNs-s.arrivalNs)),
-		attribute.Int(spanattr.AttrPromptTokens, s.promptLen),
-		attribute.Int(spanattr.AttrCompletionTokens, s.generated),
-		attribute.Float64(spanattr.AttrTimeInModelPrefill, sec(s.firstTokenNs-s.scheduledNs)),
-		attribute.Float64(spanattr.AttrTimeInModelDecode, sec(s.lastTokenNs-s.firstTokenNs)),
-		attribute.Float64(spanattr.AttrTimeInModelInference, sec(s.lastTokenNs-s.scheduledNs)),
-		attribute.String(spanattr.AttrRequestID, "chatcmpl-"+s.id),
+		attribute.Float64(artifact.AttrTimeToFirstToken, sec(s.firstTokenNs-s.arrivalNs)),
+		attribute.Float64(artifact.AttrE2E, sec(s.finishNs-s.arrivalNs)),
+		attribute.Float64(artifact.AttrTimeInQueue, sec(s.scheduledNs-s.arrivalNs)),
+		attribute.Int(artifact.AttrPromptTokens, s.promptLen),
+		attribute.Int(artifact.AttrCompletionTokens, s.generated),
+		attribute.Float64(artifact.AttrTimeInModelPrefill, sec(s.firstTokenNs-s.scheduledNs)),
+		attribute.Float64(artifact.AttrTimeInModelDecode, sec(s.lastTokenNs-s.firstTokenNs)),
+		attribute.Float64(artifact.AttrTimeInModelInference, sec(s.lastTokenNs-s.scheduledNs)),
+		attribute.String(artifact.AttrRequestID, "chatcmpl-"+s.id),
 	}
 	// Omitted when falsy, as vLLM does.
 	if s.topP != 0 {
-		attrs = append(attrs, attribute.Float64(spanattr.AttrTopP, s.topP))
+		attrs = append(attrs, attribute.Float64(artifact.AttrTopP, s.topP))
 	}
 	if s.maxTokens != 0 {
-		attrs = append(attrs, attribute.Int(spanattr.AttrMaxTokens, s.maxTokens))
+		attrs = append(attrs, attribute.Int(artifact.AttrMaxTokens, s.maxTokens))
 	}
 	if s.temp != 0 {
-		attrs = append(attrs, attribute.Float64(spanattr.AttrTemperature, s.temp))
+		attrs = append(attrs, attribute.Float64(artifact.AttrTemperature, s.temp))
 	}
-	return append(attrs, attribute.Int(spanattr.AttrN, 1))
+	return append(attrs, attribute.Int(artifact.AttrN, 1))
 }
 
 // emitSpan records the llm_request span of a counted finish: kind SERVER, start = arrival,
@@ -110,7 +109,7 @@ func emitSpan(tracer trace.Tracer, s *seq) {
 	if parent == nil {
 		parent = context.Background()
 	}
-	_, span := tracer.Start(parent, spanattr.RequestSpanName,
+	_, span := tracer.Start(parent, artifact.RequestSpanName,
 		trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithTimestamp(time.Unix(0, s.arrivalNs)),
 		trace.WithAttributes(spanAttributes(s)...))

@@ -13,12 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inferprobe/inferprobe/artifact"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
-
-	"github.com/inferprobe/inferprobe/receiver/spanattr"
 )
 
 // gotSpan is a received span, flattened.
@@ -229,11 +228,11 @@ func checkSpans(t *testing.T, cfg Config, sink *spanSink) {
 	}
 	spans := map[string]gotSpan{}
 	for _, sp := range sink.all() {
-		if sp.name != spanattr.RequestSpanName {
+		if sp.name != artifact.RequestSpanName {
 			t.Errorf("unexpected span %q", sp.name)
 			continue
 		}
-		spans[fmt.Sprint(sp.attrs[spanattr.AttrRequestID])] = sp
+		spans[fmt.Sprint(sp.attrs[artifact.AttrRequestID])] = sp
 	}
 	if len(spans) != 3 {
 		t.Fatalf("got spans for %v, want the 3 finished requests", keys(spans))
@@ -256,12 +255,12 @@ func checkSpans(t *testing.T, cfg Config, sink *spanSink) {
 		}
 		sec := func(a, b int64) float64 { return float64(b-a) / 1e9 }
 		wantF := map[string]float64{
-			spanattr.AttrTimeToFirstToken:     sec(*g.ArrivalNs, *g.FirstTokenNs),
-			spanattr.AttrE2E:                  sec(*g.ArrivalNs, *g.FinishedNs),
-			spanattr.AttrTimeInQueue:          sec(*g.ArrivalNs, *g.ScheduledNs),
-			spanattr.AttrTimeInModelPrefill:   sec(*g.ScheduledNs, *g.FirstTokenNs),
-			spanattr.AttrTimeInModelDecode:    sec(*g.FirstTokenNs, *g.LastTokenNs),
-			spanattr.AttrTimeInModelInference: sec(*g.ScheduledNs, *g.LastTokenNs),
+			artifact.AttrTimeToFirstToken:     sec(*g.ArrivalNs, *g.FirstTokenNs),
+			artifact.AttrE2E:                  sec(*g.ArrivalNs, *g.FinishedNs),
+			artifact.AttrTimeInQueue:          sec(*g.ArrivalNs, *g.ScheduledNs),
+			artifact.AttrTimeInModelPrefill:   sec(*g.ScheduledNs, *g.FirstTokenNs),
+			artifact.AttrTimeInModelDecode:    sec(*g.FirstTokenNs, *g.LastTokenNs),
+			artifact.AttrTimeInModelInference: sec(*g.ScheduledNs, *g.LastTokenNs),
 		}
 		for k, v := range wantF {
 			if sp.attrTypes[k] != pcommon.ValueTypeDouble || sp.attrs[k] != v {
@@ -269,8 +268,8 @@ func checkSpans(t *testing.T, cfg Config, sink *spanSink) {
 			}
 		}
 		wantI := map[string]int64{
-			spanattr.AttrPromptTokens: int64(*g.PromptTokens), spanattr.AttrCompletionTokens: int64(*g.CompletionTokens),
-			spanattr.AttrMaxTokens: 6, spanattr.AttrN: 1,
+			artifact.AttrPromptTokens: int64(*g.PromptTokens), artifact.AttrCompletionTokens: int64(*g.CompletionTokens),
+			artifact.AttrMaxTokens: 6, artifact.AttrN: 1,
 		}
 		for k, v := range wantI {
 			if sp.attrTypes[k] != pcommon.ValueTypeInt || sp.attrs[k] != v {
@@ -282,15 +281,15 @@ func checkSpans(t *testing.T, cfg Config, sink *spanSink) {
 		}
 		switch r.id {
 		case "sp-greedy":
-			if _, ok := sp.attrs[spanattr.AttrTemperature]; ok {
+			if _, ok := sp.attrs[artifact.AttrTemperature]; ok {
 				t.Errorf("temperature 0 not omitted")
 			}
-			if sp.attrs[spanattr.AttrTopP] != 0.5 {
-				t.Errorf("top_p %v", sp.attrs[spanattr.AttrTopP])
+			if sp.attrs[artifact.AttrTopP] != 0.5 {
+				t.Errorf("top_p %v", sp.attrs[artifact.AttrTopP])
 			}
 		default:
-			if sp.attrs[spanattr.AttrTemperature] != 1.0 || sp.attrs[spanattr.AttrTopP] != 1.0 {
-				t.Errorf("%s: defaults temperature %v top_p %v", r.id, sp.attrs[spanattr.AttrTemperature], sp.attrs[spanattr.AttrTopP])
+			if sp.attrs[artifact.AttrTemperature] != 1.0 || sp.attrs[artifact.AttrTopP] != 1.0 {
+				t.Errorf("%s: defaults temperature %v top_p %v", r.id, sp.attrs[artifact.AttrTemperature], sp.attrs[artifact.AttrTopP])
 			}
 		}
 		if r.id == "sp-parent" {

@@ -145,7 +145,7 @@ func write(w *artifact.Writer, cfg *loadgen.Config, cases []loadgen.Case, perCas
 	})
 }
 
-func writeAll(w *artifact.Writer, recs ...any) error {
+func writeAll(w *artifact.Writer, recs ...artifact.Record) error {
 	for _, r := range recs {
 		if err := w.Write(r); err != nil {
 			return err
@@ -187,7 +187,7 @@ func request(rng *rand.Rand, cfg *loadgen.Config, cs loadgen.Case, sessionID str
 	r.TimestampNS, r.StartedAtNS = artifact.Ptr(sent), artifact.Ptr(sent)
 	r.DispatchLagMS = artifact.Ptr(lag)
 	r.InFlightAtDispatch = artifact.Ptr(inflight)
-	r.XRequestID = artifact.Ptr("inferprobe-" + cfg.RunID + "-" + id)
+	r.XRequestID = artifact.Ptr(artifact.XRequestIDPrefix(cfg.RunID) + id)
 	r.TraceID = artifact.Ptr(digest[16:48])
 	switch {
 	case u < 0.02: // timeout after the client timeout, mid-stream

@@ -42,8 +42,6 @@ import (
 
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/receiver"
-
-	"github.com/inferprobe/inferprobe/receiver/spanattr"
 )
 
 func main() {
@@ -71,15 +69,16 @@ func main() {
 // runServer is the child: a receiver on 127.0.0.1:0 behind a mux that also serves /stats.
 func runServer(procs int, consumer string) {
 	runtime.GOMAXPROCS(procs)
-	consume := func(s receiver.SpanRecord) {
-		if _, err := artifact.MarshalLine(s); err != nil {
+	var sink artifact.Sink = artifact.SinkFunc(func(rec artifact.Record) error {
+		if _, err := artifact.MarshalLine(rec); err != nil {
 			panic(err)
 		}
-	}
+		return nil
+	})
 	if consumer == "noop" {
-		consume = nil
+		sink = nil
 	}
-	r := receiver.New(receiver.Options{SessionID: "flood", RunID: "flood", Consume: consume})
+	r := receiver.New(receiver.Options{SessionID: "flood", RunID: "flood", Sink: sink})
 	mux := http.NewServeMux()
 	mux.Handle(receiver.TracesPath, r)
 	mux.HandleFunc("/stats", func(w http.ResponseWriter, _ *http.Request) {
@@ -127,18 +126,18 @@ func body(n int) []byte {
 		sp.SetStartTimestamp(pcommon.Timestamp(start + int64(i)*1000))
 		sp.SetEndTimestamp(pcommon.Timestamp(start + int64(i)*1000 + 489_659_671))
 		a := sp.Attributes()
-		a.PutDouble(spanattr.AttrTimeToFirstToken, 0.04058551788330078)
-		a.PutDouble(spanattr.AttrE2E, 0.48922157287597656)
-		a.PutDouble(spanattr.AttrTimeInQueue, 3.4356489777565e-05)
-		a.PutInt(spanattr.AttrPromptTokens, 512)
-		a.PutInt(spanattr.AttrCompletionTokens, 128)
-		a.PutDouble(spanattr.AttrTimeInModelPrefill, 0.027541324496269226)
-		a.PutDouble(spanattr.AttrTimeInModelDecode, 0.44931017979979515)
-		a.PutDouble(spanattr.AttrTimeInModelInference, 0.4768515042960644)
-		a.PutStr(spanattr.AttrRequestID, fmt.Sprintf("chatcmpl-inferprobe-flood-c8_in512_out128_measured_0_%d", i))
-		a.PutDouble(spanattr.AttrTopP, 1.0)
-		a.PutInt(spanattr.AttrMaxTokens, 128)
-		a.PutInt(spanattr.AttrN, 1)
+		a.PutDouble(artifact.AttrTimeToFirstToken, 0.04058551788330078)
+		a.PutDouble(artifact.AttrE2E, 0.48922157287597656)
+		a.PutDouble(artifact.AttrTimeInQueue, 3.4356489777565e-05)
+		a.PutInt(artifact.AttrPromptTokens, 512)
+		a.PutInt(artifact.AttrCompletionTokens, 128)
+		a.PutDouble(artifact.AttrTimeInModelPrefill, 0.027541324496269226)
+		a.PutDouble(artifact.AttrTimeInModelDecode, 0.44931017979979515)
+		a.PutDouble(artifact.AttrTimeInModelInference, 0.4768515042960644)
+		a.PutStr(artifact.AttrRequestID, fmt.Sprintf("chatcmpl-inferprobe-flood-c8_in512_out128_measured_0_%d", i))
+		a.PutDouble(artifact.AttrTopP, 1.0)
+		a.PutInt(artifact.AttrMaxTokens, 128)
+		a.PutInt(artifact.AttrN, 1)
 	}
 	b, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
 	if err != nil {

@@ -16,8 +16,8 @@ import (
 	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/join"
-	"github.com/inferprobe/inferprobe/loadgen"
 	"github.com/inferprobe/inferprobe/receiver"
+	"github.com/inferprobe/inferprobe/run"
 )
 
 func init() { verbs = append(verbs, newAnalyzeCmd) }
@@ -111,7 +111,7 @@ func (af *analyzeFlags) run(cmd *cobra.Command, path string) error {
 	if err != nil {
 		return err
 	}
-	var spans []receiver.SpanRecord
+	var spans []artifact.VLLMSpan
 	for _, f := range af.vllmSpans {
 		recs, err := receiver.ReadSpanFile(f)
 		if err != nil {
@@ -210,7 +210,7 @@ func analyzeArtifactReport(path string, opts analyze.Options) (*analyze.Report, 
 // infer.slo record that opts.Policy does not override) match artifact.ErrInvalidArtifact
 // (exit 5); ctx's error when ctx ends.
 func analyzeArtifactReportContext(ctx context.Context, path string, opts analyze.Options) (*analyze.Report, error) {
-	return loadgen.AnalyzeArtifact(ctx, path, opts)
+	return run.Analyze(ctx, path, opts)
 }
 
 // serverTelemetryInput reads --server-telemetry files (exit 5 for a missing or invalid one)

@@ -31,7 +31,7 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	os.Stdout, os.Stderr = outF, errF
 	func() {
 		defer func() { os.Stdout, os.Stderr = oldOut, oldErr }()
-		code = run(args)
+		code = execute(args)
 	}()
 	_ = outF.Close()
 	_ = errF.Close()

@@ -152,7 +152,7 @@ func runCollect(cmd *cobra.Command, o collectOpts) error {
 	cfg.Warn = func(msg string) { fmt.Fprintf(stderr, "Warning: %s\n", msg) }
 
 	var w *artifact.Writer
-	cfg.Emit = func(s artifact.TelemetrySample) error { return w.Write(s) }
+	cfg.Sink = artifact.SinkFunc(func(rec artifact.Record) error { return w.Write(rec) })
 	c, err := collect.New(ctx, cfg)
 	if err != nil {
 		return usageErrorf("%v", err)

@@ -49,11 +49,11 @@ func withCode(code int, err error) error {
 }
 
 func main() {
-	os.Exit(run(os.Args[1:]))
+	os.Exit(execute(os.Args[1:]))
 }
 
-// run executes the command line args and returns the process exit code.
-func run(args []string) int {
+// execute runs the command line args and returns the process exit code.
+func execute(args []string) int {
 	root := newRootCmd()
 	root.SetArgs(args)
 	err := root.Execute()

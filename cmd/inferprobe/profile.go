@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -21,11 +19,10 @@ import (
 
 	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
-	"github.com/inferprobe/inferprobe/exporter"
 	"github.com/inferprobe/inferprobe/loadgen"
-	"github.com/inferprobe/inferprobe/loadgen/client"
 	"github.com/inferprobe/inferprobe/loadgen/prompt"
 	"github.com/inferprobe/inferprobe/loadgen/schedule"
+	"github.com/inferprobe/inferprobe/run"
 	"github.com/inferprobe/inferprobe/scrape/collect"
 )
 
@@ -62,23 +59,6 @@ type profileFlags struct {
 	telemetry                                       telemetryFlags
 	systemSampler                                   string
 	sampleInterval                                  float64
-}
-
-// profileOpts is a validated profile run.
-type profileOpts struct {
-	cfg         *loadgen.Config
-	tok         prompt.Tokenizer
-	tokName     string
-	output      string
-	quiet       bool
-	slo         *sloPolicy
-	telemetry   *telemetryFlags // nil: no vLLM telemetry
-	sampler     string          // --system-sampler ("" = none)
-	sampleEvery time.Duration
-	// exp, when set, receives the run's records as live Prometheus series under expLabels
-	// (demo), and the run's judgement once the artifact is analysed.
-	exp       *exporter.Exporter
-	expLabels exporter.Labels
 }
 
 func newProfileCmd() *cobra.Command {
@@ -130,9 +110,13 @@ Exit codes: 0 a measured request succeeded; 3 none did (the artifact is complete
 					return usageErrorf("--system-sampler nvidia-smi: nvidia-smi is not on PATH")
 				}
 			}
-			opts := profileOpts{cfg: cfg, tok: tok, tokName: tokName, output: pf.output, quiet: pf.quiet, slo: policy, telemetry: &pf.telemetry,
-				sampler: pf.systemSampler, sampleEvery: time.Duration(pf.sampleInterval * float64(time.Second))}
-			return runProfile(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), opts, nil)
+			spec := run.Spec{Workload: cfg, Tokenizer: tok, TokenizerName: tokName, Output: pf.output, Version: version, SLO: policy,
+				SystemSampler: pf.systemSampler, SampleEvery: time.Duration(pf.sampleInterval * float64(time.Second))}
+			if err := pf.telemetry.apply(&spec); err != nil {
+				return err
+			}
+			_, err = runProfile(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), spec, pf.quiet)
+			return err
 		},
 	}
 	pf.register(cmd)
@@ -188,15 +172,9 @@ func (pf *profileFlags) register(cmd *cobra.Command) {
 	pf.telemetry.register(cmd)
 }
 
-// sloPolicy is a policy given on the command line, with where it came from.
-type sloPolicy struct {
-	policy *analyze.Policy
-	source string // analyze.SourceFlags or analyze.SourceFile
-}
-
 // policy parses --slo / --slo-file: both → exit 2, a bad --slo → exit 2, a bad file → exit 5.
 // A file used by profile must judge over the measured window.
-func (pf *profileFlags) policy() (*sloPolicy, error) {
+func (pf *profileFlags) policy() (*run.SLO, error) {
 	switch {
 	case len(pf.slo) > 0 && pf.sloFile != "":
 		return nil, usageErrorf("--slo and --slo-file are mutually exclusive")
@@ -205,7 +183,7 @@ func (pf *profileFlags) policy() (*sloPolicy, error) {
 		if err != nil {
 			return nil, usageErrorf("%v", err)
 		}
-		return &sloPolicy{p, analyze.SourceFlags}, nil
+		return &run.SLO{Policy: p, Source: analyze.SourceFlags}, nil
 	case pf.sloFile != "":
 		p, err := analyze.ParsePolicyFile(pf.sloFile)
 		if err != nil {
@@ -214,7 +192,7 @@ func (pf *profileFlags) policy() (*sloPolicy, error) {
 		if p.Interval.Kind != analyze.IntervalMeasuredWindow {
 			return nil, usageErrorf("--slo-file: profile records policies judged over the measured window (interval.kind %q)", p.Interval.Kind)
 		}
-		return &sloPolicy{p, analyze.SourceFile}, nil
+		return &run.SLO{Policy: p, Source: analyze.SourceFile}, nil
 	}
 	return nil, nil
 }
@@ -359,226 +337,48 @@ func (pf *profileFlags) tokenizerFor() (prompt.Tokenizer, string, error) {
 	}
 }
 
-// profileWarnings are the contract's start-of-run warnings.
-func profileWarnings(cfg *loadgen.Config) []string {
-	var w []string
-	if cfg.PromptMode != prompt.Repeat {
-		for _, in := range cfg.InputTokens {
-			if in < 32 {
-				w = append(w, fmt.Sprintf("--input-tokens %d is below 32: the ~8-token nonce of --prompt-mode %s cannot hit the target length and prefix share", in, cfg.PromptMode))
-				break
-			}
-		}
-		if cfg.CacheResetURL == "" {
-			w = append(w, fmt.Sprintf("prompts are the same for every run with --seed %d; without --cache-reset-url a repeated run starts with them already cached", cfg.Seed))
-		}
-	}
-	if cfg.CacheState == loadgen.CacheCold && cfg.CacheResetURL == "" {
-		w = append(w, "--cache-state cold without --cache-reset-url records the intent only; nothing clears the cache")
-	}
-	if proxies := client.IgnoredProxyEnv(); len(proxies) > 0 {
-		w = append(w, fmt.Sprintf("environment proxies (%s) are ignored; point --endpoint at a proxy to use one", strings.Join(proxies, ", ")))
-	}
-	return w
-}
-
-// profileResult is what runProfile learned, for callers that print more (demo).
-type profileResult struct {
-	artifactPath string
-	stats        []*loadgen.CaseStats
-	status       string
-}
-
-// runProfile runs a validated configuration and writes the artifact at output. It prints
-// warnings and progress on stderr, the summary on stdout, and returns an exitError for
-// every code but 0. res, when non-nil, receives what the run learned.
-func runProfile(ctx context.Context, stdout, stderr io.Writer, o profileOpts, res *profileResult) error {
-	cfg, tok, tokName, output, quiet, slo := o.cfg, o.tok, o.tokName, o.output, o.quiet, o.slo
-	for _, w := range profileWarnings(cfg) {
-		fmt.Fprintf(stderr, "Warning: %s\n", w)
-	}
-	if fi, err := os.Stat(output); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
-		fmt.Fprintf(stderr, "Warning: --output %s exists; it is replaced\n", output)
-	}
-	w, err := artifact.NewWriter(output)
-	if err != nil {
-		return usageErrorf("cannot open --output: %v", err)
-	}
+// runProfile runs spec through the pipeline and renders it: warnings and progress on stderr,
+// the report and the artifact's path on stdout. It returns the pipeline's result and an
+// exitError for every code but 0: 2 when the artifact cannot be opened, 130 interrupted,
+// 1 an incomplete run, 3 when no measured request succeeded.
+func runProfile(ctx context.Context, stdout, stderr io.Writer, spec run.Spec, quiet bool) (*run.Result, error) {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-
-	sessionID := artifact.NewSessionID()
-	host := artifact.HostIdentity()
-	started := time.Now()
-	sink := &countingSink{w: w}
-	var xrun *exporter.Run
-	if o.exp != nil {
-		xrun = o.exp.StartRun(o.expLabels)
-		sink.also = xrun.Write
-	}
 	prog := newProgress(stderr, quiet)
-	warn := func(msg string) {
+	spec.Warn = func(msg string) {
 		prog.clear()
 		fmt.Fprintf(stderr, "Warning: %s\n", msg)
 	}
-	tf := o.telemetry
-	if tf == nil {
-		tf = &telemetryFlags{}
-	}
-	tele, err := startTelemetry(ctx, tf, cfg, w, sink.also, sessionID, host.ClockDomain(), warn)
-	if err != nil {
-		_ = w.Close()
-		return withCode(exitUnexpected, err)
-	}
-	sc := cfg.SessionConfig(tokName)
-	tele.sessionConfig(sc, cfg)
-	sc.SystemSampler = collect.SamplerNone
-	if o.sampler != "" {
-		sc.SystemSampler = o.sampler
-	}
-	first := &artifact.Session{SessionID: sessionID, TimestampNS: started.UnixNano(), Status: artifact.StatusRunning, Config: sc}
-	header := artifact.NewArtifactHeader(cfg.RunID, sessionID, version, started.UnixNano(), host, os.Getpid())
-	workload, werr := cfg.WorkloadRecord(sessionID, tok)
-	if werr != nil {
-		_ = w.Close()
-		return withCode(exitUnexpected, werr)
-	}
-	head := []any{first, header, workload}
-	if slo != nil {
-		doc, err := json.Marshal(slo.policy.Document())
-		if err != nil {
-			_ = w.Close()
-			return withCode(exitUnexpected, err)
-		}
-		head = append(head, &artifact.SLORecord{SessionID: sessionID, Source: slo.source, Digest: slo.policy.Digest(), SLO: doc})
-	}
-	for _, rec := range head {
-		if err := w.Write(rec); err != nil {
-			_ = w.Close()
-			return withCode(exitUnexpected, err)
-		}
-	}
-
-	open := cfg.OpenLoop()
-	conns := 0
-	for _, c := range cfg.Concurrency {
-		conns = max(conns, c)
-	}
-	if open {
-		conns = cfg.MaxInFlight
-	}
-	hc := client.New(client.Options{MaxConnsPerHost: conns, Timeout: cfg.Timeout})
-	defer hc.CloseIdle()
-	hooks := loadgen.Hooks{CaseStart: prog.caseStart, Sent: prog.dispatched, Request: prog.request, Warn: warn}
-	if xrun != nil {
-		hooks.Sent = func(cs loadgen.Case, phase string) { prog.dispatched(cs, phase); xrun.Sent() }
-		hooks.Request = func(cs loadgen.Case, phase string, st client.Outcome) {
-			prog.request(cs, phase, st)
-			if st != client.Dropped {
-				xrun.Ended()
-			}
-		}
-	}
-	tele.hooks(&hooks)
-	runner := loadgen.NewRunner(cfg, hc, tok, sink, sessionID, hooks)
-	var sampler *collect.ClientSampler
-	if o.sampler != "" && o.sampler != collect.SamplerNone {
-		if sampler, err = collect.NewClientSampler(ctx, o.sampler, sessionID, o.sampleEvery, w.Write); err != nil {
-			warn(fmt.Sprintf("client-local sampling is off: %v", err))
-			sampler = nil
-		} else if sampler != nil {
-			sampler.Start(ctx)
-		}
-	}
+	spec.Hooks = loadgen.Hooks{CaseStart: prog.caseStart, Sent: prog.dispatched, Request: prog.request}
 	prog.start()
-	runErr := runner.Run(ctx)
+	res := run.New(spec).Execute(ctx)
 	prog.stop()
-	if sampler != nil {
-		if err := sampler.Stop(context.WithoutCancel(ctx)); err != nil && runErr == nil {
-			runErr = err
-		}
+	if errors.Is(res.Err, run.ErrOpen) {
+		return res, usageErrorf("cannot open --output: %v", errors.Unwrap(res.Err))
 	}
-	if err := tele.finish(ctx, w, header.Context, ctx.Err() != nil); err != nil && runErr == nil {
-		runErr = err
-	}
-
-	status := artifact.StatusCompleted
-	var errText *string
-	interrupted := runErr != nil && ctx.Err() != nil
-	switch {
-	case interrupted:
-		status = artifact.StatusInterrupted
-	case runErr != nil:
-		status = artifact.StatusIncomplete
-		errText = artifact.Ptr(runErr.Error())
-	}
-	ended := time.Now()
-	last := artifact.ClosingSession(sessionID, host, started, ended, status, sink.n.Load(), errText)
-	if err := w.Write(last); err != nil && runErr == nil {
-		runErr = err
-	}
-	closeErr := w.Close() // the writer's first failure, if any write failed
-	if closeErr != nil && runErr == nil {
-		runErr = closeErr
-	}
-	stats := runner.Stats()
-	if res != nil {
-		*res = profileResult{artifactPath: output, stats: stats, status: status}
-	}
-	// The report is computed from the artifact alone, as `inferprobe analyze` would — unless
-	// the artifact could not be written (there is then nothing trustworthy to read back).
-	var rep *analyze.Report
-	aerr := fmt.Errorf("the artifact could not be written: %w", closeErr)
-	if closeErr == nil {
-		rep, aerr = analyzeArtifactReportContext(context.WithoutCancel(ctx), output, analyze.Options{})
-	}
-	if xrun != nil {
-		xrun.Finish(status, ended, rep)
-	}
-	if aerr != nil {
-		fmt.Fprintf(stderr, "Warning: the report could not be computed: %v\n", aerr)
+	runErr := res.Err
+	if res.ReportErr != nil {
+		fmt.Fprintf(stderr, "Warning: the report could not be computed: %v\n", res.ReportErr)
 	} else {
-		for _, w := range rep.Warnings {
+		for _, w := range res.Report.Warnings {
 			fmt.Fprintf(stderr, "Warning: %s\n", w)
 		}
-		if err := analyze.RenderText(stdout, rep); err != nil && runErr == nil {
+		if err := analyze.RenderText(stdout, res.Report); err != nil && runErr == nil {
 			runErr = err
 		}
 	}
-	fmt.Fprintf(stdout, "Artifact: %s\n", output)
+	fmt.Fprintf(stdout, "Artifact: %s\n", res.Path)
 	switch {
-	case interrupted:
+	case res.Interrupted:
 		fmt.Fprintln(stderr, "Interrupted")
-		return &exitError{code: exitInterrupted}
+		return res, &exitError{code: exitInterrupted}
 	case runErr != nil:
-		return withCode(exitUnexpected, runErr)
+		return res, withCode(exitUnexpected, runErr)
+	case !res.Succeeded():
+		fmt.Fprintln(stderr, "No measured request succeeded.")
+		return res, &exitError{code: exitFindings}
 	}
-	for _, s := range stats {
-		if s.ByStatus[client.OK] > 0 {
-			return nil
-		}
-	}
-	fmt.Fprintln(stderr, "No measured request succeeded.")
-	return &exitError{code: exitFindings}
-}
-
-// countingSink counts infer.request records on their way to the artifact, and hands every
-// record to also (the exporter) when set.
-type countingSink struct {
-	w    *artifact.Writer
-	n    atomic.Int64
-	also func(any) error
-}
-
-func (s *countingSink) Write(rec any) error {
-	err := s.w.Write(rec)
-	if _, ok := rec.(*artifact.Request); ok && err == nil {
-		s.n.Add(1)
-	}
-	if s.also != nil {
-		_ = s.also(rec)
-	}
-	return err
+	return res, nil
 }
 
 // samePath reports whether two paths name the same file (or would, once created).

@@ -24,7 +24,7 @@ import (
 // codes of a real process): INFERPROBE_TEST_ARGS holds the arguments, separated by the unit separator 0x1f.
 func TestMain(m *testing.M) {
 	if args, ok := os.LookupEnv("INFERPROBE_TEST_ARGS"); ok {
-		os.Exit(run(strings.Split(args, "\x1f")))
+		os.Exit(execute(strings.Split(args, "\x1f")))
 	}
 	os.Exit(m.Run())
 }
@@ -34,13 +34,13 @@ func startSim(t *testing.T, mod func(*sim.Config)) *sim.Server { return testkit.
 // runQuiet runs the command in-process with stdout/stderr discarded by the test log.
 func runQuiet(args ...string) int {
 	if os.Getenv("INFERPROBE_TEST_VERBOSE") != "" {
-		return run(args)
+		return execute(args)
 	}
 	stdout, stderr := os.Stdout, os.Stderr
 	devnull, _ := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	os.Stdout, os.Stderr = devnull, devnull
 	defer func() { os.Stdout, os.Stderr = stdout, stderr; devnull.Close() }()
-	return run(args)
+	return execute(args)
 }
 
 func readLines(t *testing.T, path string) []map[string]any {

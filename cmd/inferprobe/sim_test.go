@@ -18,7 +18,7 @@ func TestSimBadFlagsExitUsage(t *testing.T) {
 		{"sim", "--no-such-flag"},
 		{"sim", "--listen", "256.0.0.1:1"},
 	} {
-		if code := run(args); code != exitUsage {
+		if code := execute(args); code != exitUsage {
 			t.Errorf("%v: exit %d, want %d", args, code, exitUsage)
 		}
 	}

@@ -1,10 +1,6 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -12,9 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/loadgen"
-	"github.com/inferprobe/inferprobe/receiver"
+	"github.com/inferprobe/inferprobe/run"
 	"github.com/inferprobe/inferprobe/scrape/vllm"
 )
 
@@ -84,125 +79,48 @@ func (tf *telemetryFlags) validate(cmd *cobra.Command, cfg *loadgen.Config) erro
 		return usageErrorf("--vllm-spans-listen and --vllm-spans-grpc-listen need two addresses (both are %s)", tf.spansHTTP)
 	}
 	if tf.metrics != "" {
-		if _, err := tf.newScraper(cfg, "", ""); err != nil {
+		mc, err := tf.metricsConfig(cfg)
+		if err == nil {
+			_, err = vllm.NewScraper(mc)
+		}
+		if err != nil {
 			return usageErrorf("--vllm-metrics: %v", err)
 		}
 	}
 	return nil
 }
 
-func (tf *telemetryFlags) newScraper(cfg *loadgen.Config, sessionID, clockDomain string) (*vllm.Scraper, error) {
+// metricsConfig is the scraper configuration of --vllm-metrics (the pipeline sets the
+// session, run and clock domain).
+func (tf *telemetryFlags) metricsConfig(cfg *loadgen.Config) (vllm.Config, error) {
 	u := tf.metrics
 	if u == bareMetricsFlag {
 		var err error
 		if u, err = vllm.DefaultMetricsURL(cfg.Endpoint); err != nil {
-			return nil, err
+			return vllm.Config{}, err
 		}
 	}
-	return vllm.NewScraper(vllm.Config{
+	return vllm.Config{
 		URL: u, Endpoint: cfg.Endpoint, APIKey: cfg.APIKey, Timeout: min(cfg.Timeout, 30*time.Second),
-		Interval:  time.Duration(tf.metricsInterval * float64(time.Second)),
-		SessionID: sessionID, RunID: cfg.RunID, ClockDomain: clockDomain,
-	})
+		Interval: time.Duration(tf.metricsInterval * float64(time.Second)),
+	}, nil
 }
 
-// telemetry is a run's vLLM native telemetry: the /metrics sampler and the span receiver.
-type telemetry struct {
-	tf       *telemetryFlags
-	scraper  *vllm.Scraper
-	sampler  *vllm.PhaseSampler
-	recv     *receiver.Receiver
-	bindErr  error
-	drain    time.Duration
-	writeErr error
-}
-
-// startTelemetry prepares the scraper and binds the span receiver before the first request.
-// A bind failure is not fatal: it is warned about, recorded in the receiver's capability as
-// unavailable, and the run continues.
-//
-// also, when set, receives every span after the artifact (the exporter).
-func startTelemetry(ctx context.Context, tf *telemetryFlags, cfg *loadgen.Config, w *artifact.Writer, also func(any) error, sessionID, clockDomain string, warn func(string)) (*telemetry, error) {
-	t := &telemetry{tf: tf, drain: time.Duration(tf.spansDrain * float64(time.Second))}
+// apply puts the validated telemetry flags on spec: the scraper, the run's own span receiver
+// and the span drain.
+func (tf *telemetryFlags) apply(spec *run.Spec) error {
 	if tf.metrics != "" {
-		s, err := tf.newScraper(cfg, sessionID, clockDomain)
+		mc, err := tf.metricsConfig(spec.Workload)
 		if err != nil {
-			return nil, err
+			return usageErrorf("--vllm-metrics: %v", err)
 		}
-		t.scraper = s
-		t.sampler = vllm.NewPhaseSampler(s, w, warn)
+		spec.Metrics = &mc
 	}
 	if tf.spansHTTP != "" || tf.spansGRPC != "" {
-		t.recv = receiver.New(receiver.Options{
-			SessionID: sessionID, RunID: cfg.RunID,
-			Consume: func(rec receiver.SpanRecord) {
-				if err := w.Write(rec); err != nil && t.writeErr == nil {
-					t.writeErr = err
-				}
-				if also != nil {
-					_ = also(rec)
-				}
-			},
-		})
-		if err := t.recv.Listen(ctx, tf.spansHTTP, tf.spansGRPC); err != nil {
-			t.bindErr = err
-			warn(fmt.Sprintf("the span receiver could not bind (%s); spans on that listener will not be received", strings.ReplaceAll(err.Error(), "\n", "; ")))
-		}
+		spec.Receiver = &run.Receiver{HTTPListen: tf.spansHTTP, GRPCListen: tf.spansGRPC}
+		spec.SpansDrain = time.Duration(tf.spansDrain * float64(time.Second))
 	}
-	return t, nil
-}
-
-// hooks adds the scraper's phase hooks to h.
-func (t *telemetry) hooks(h *loadgen.Hooks) {
-	if t.sampler == nil {
-		return
-	}
-	h.PhaseStart = t.sampler.PhaseStart
-	h.PhaseEnd = t.sampler.PhaseEnd
-}
-
-// sessionConfig fills the session config's vllm_metrics and vllm_spans blocks.
-func (t *telemetry) sessionConfig(sc *artifact.SessionConfig, cfg *loadgen.Config) {
-	if t.scraper != nil {
-		sc.VLLMMetrics = &artifact.VLLMMetricsConfig{
-			URL: t.scraper.SourceURL(), IntervalSeconds: t.scraper.Interval().Seconds(),
-			TimeoutSeconds: t.scraper.Timeout().Seconds(), Authorization: t.scraper.Authorization(),
-		}
-	}
-	if t.recv != nil {
-		b, _ := json.Marshal(map[string]any{
-			"http_listen": t.tf.spansHTTP, "grpc_listen": t.tf.spansGRPC, "drain_seconds": t.tf.spansDrain,
-		})
-		sc.VLLMSpans = b
-	}
-}
-
-// finish stops the sampler, keeps receiving spans for the drain (skipped when the run was
-// interrupted), stops the receiver, and writes each component's infer.capabilities record.
-func (t *telemetry) finish(ctx context.Context, w *artifact.Writer, header artifact.Context, interrupted bool) error {
-	var errs []error
-	if t.sampler != nil {
-		t.sampler.Close()
-		if err := t.sampler.WriteErr(); err != nil {
-			errs = append(errs, err)
-		}
-		errs = append(errs, w.Write(t.scraper.Capabilities(header, t.sampler.Tally())))
-	}
-	if t.recv != nil {
-		if !interrupted && t.drain > 0 {
-			select {
-			case <-time.After(t.drain):
-			case <-ctx.Done():
-			}
-		}
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		if err := t.recv.Shutdown(sctx); err != nil {
-			errs = append(errs, fmt.Errorf("span receiver: %w", err))
-		}
-		cancel()
-		errs = append(errs, t.writeErr, w.Write(t.recv.Capabilities(header)))
-	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // noArgsOptionalValueHint is cobra.NoArgs for verbs with optional-value flags (--vllm-metrics,

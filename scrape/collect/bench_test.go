@@ -20,7 +20,7 @@ func BenchmarkPollNoGPU(b *testing.B) {
 		b.Fatal(err)
 	}
 	c, err := New(ctx, Config{RunID: "bench", Interval: 100 * time.Millisecond, Host: artifact.HostIdentity(), Process: p,
-		Emit: func(s artifact.TelemetrySample) error { _, err := artifact.MarshalLine(s); return err }})
+		Sink: artifact.SinkFunc(func(s artifact.Record) error { _, err := artifact.MarshalLine(s); return err })})
 	if err != nil {
 		b.Fatal(err)
 	}

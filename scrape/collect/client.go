@@ -24,33 +24,12 @@ const (
 	SamplerNvidiaSMI = "nvidia-smi" // `nvidia-smi --query-gpu` for device 0, and the client's RSS
 )
 
-// SystemSample is an infer.system_sample v1 record: one client-local reading (stormlog.md
-// §2.5). Device fields are null when no device was read; it is never server memory.
-type SystemSample struct {
-	artifact.Header
-	SessionID             string         `json:"session_id"`
-	TimestampNS           int64          `json:"timestamp_ns"`
-	Sampler               string         `json:"sampler"`
-	DeviceID              *string        `json:"device_id"`
-	DeviceName            *string        `json:"device_name"`
-	DeviceUsedBytes       *int64         `json:"device_used_bytes"`
-	DeviceFreeBytes       *int64         `json:"device_free_bytes"`
-	DeviceTotalBytes      *int64         `json:"device_total_bytes"`
-	GPUUtilizationPercent *float64       `json:"gpu_utilization_percent"`
-	ProcessRSSBytes       *int64         `json:"process_rss_bytes"`
-	Metadata              map[string]any `json:"metadata"`
-	ObservationScope      string         `json:"observation_scope"` // always "client_local"
-}
-
-// KindSystemSample is infer.system_sample v1.
-var KindSystemSample = artifact.Kind{EventType: artifact.EventSystemSample, SchemaVersion: 1}
-
 // ClientSampler samples the client host every interval until Stop.
 type ClientSampler struct {
 	kind      string
 	sessionID string
 	every     time.Duration
-	emit      func(any) error
+	sink      artifact.Sink
 	self      *proc.Process
 	dev       gpu.Device
 	smi       string
@@ -63,11 +42,11 @@ type ClientSampler struct {
 // NewClientSampler prepares the --system-sampler kind. auto falls back to RSS only when NVML
 // is not available; psutil reads RSS only; nvidia-smi needs the nvidia-smi program (an error
 // otherwise, which the CLI reports as an unusable setting); none returns nil.
-func NewClientSampler(ctx context.Context, kind, sessionID string, every time.Duration, emit func(any) error) (*ClientSampler, error) {
+func NewClientSampler(ctx context.Context, kind, sessionID string, every time.Duration, sink artifact.Sink) (*ClientSampler, error) {
 	if every <= 0 {
 		return nil, errors.New("the sample interval must be > 0")
 	}
-	s := &ClientSampler{kind: kind, sessionID: sessionID, every: every, emit: emit, stop: make(chan struct{})}
+	s := &ClientSampler{kind: kind, sessionID: sessionID, every: every, sink: sink, stop: make(chan struct{})}
 	switch kind {
 	case SamplerNone:
 		return nil, nil
@@ -103,7 +82,7 @@ func (s *ClientSampler) Start(ctx context.Context) {
 		t := time.NewTicker(s.every)
 		defer t.Stop()
 		for {
-			if err := s.emit(s.sample(ctx)); err != nil && s.err == nil {
+			if err := s.sink.Write(s.sample(ctx)); err != nil && s.err == nil {
 				s.err = err
 			}
 			select {
@@ -121,7 +100,7 @@ func (s *ClientSampler) Start(ctx context.Context) {
 func (s *ClientSampler) Stop(ctx context.Context) error {
 	close(s.stop)
 	s.wg.Wait()
-	if err := s.emit(s.sample(ctx)); err != nil && s.err == nil {
+	if err := s.sink.Write(s.sample(ctx)); err != nil && s.err == nil {
 		s.err = err
 	}
 	if s.self != nil {
@@ -130,10 +109,10 @@ func (s *ClientSampler) Stop(ctx context.Context) error {
 	return s.err
 }
 
-func (s *ClientSampler) sample(ctx context.Context) *SystemSample {
-	r := &SystemSample{
-		Header: artifact.HeaderOf(KindSystemSample), SessionID: s.sessionID, TimestampNS: time.Now().UnixNano(),
-		Sampler: "psutil", Metadata: map[string]any{}, ObservationScope: "client_local",
+func (s *ClientSampler) sample(ctx context.Context) *artifact.SystemSample {
+	r := &artifact.SystemSample{
+		SessionID: s.sessionID, TimestampNS: time.Now().UnixNano(),
+		Sampler: "psutil", Metadata: map[string]any{}, ObservationScope: artifact.ScopeClientLocal,
 	}
 	if rss, err := s.self.RSSBytes(ctx); err == nil {
 		r.ProcessRSSBytes = artifact.Ptr(int64(rss))
@@ -164,7 +143,7 @@ func (s *ClientSampler) sample(ctx context.Context) *SystemSample {
 
 // readSMI fills the device fields from one `nvidia-smi --query-gpu` line of device 0
 // (MiB values, as nvidia-smi reports them); a failure is noted in metadata, values stay null.
-func (s *ClientSampler) readSMI(ctx context.Context, r *SystemSample) {
+func (s *ClientSampler) readSMI(ctx context.Context, r *artifact.SystemSample) {
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(cctx, s.smi, "--query-gpu=uuid,name,memory.used,memory.free,memory.total,utilization.gpu",

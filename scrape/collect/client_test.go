@@ -5,17 +5,19 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/inferprobe/inferprobe/artifact"
 )
 
 func TestClientSamplerPsutil(t *testing.T) {
 	var mu sync.Mutex
-	var got []*SystemSample
-	emit := func(rec any) error {
+	var got []*artifact.SystemSample
+	emit := artifact.SinkFunc(func(rec artifact.Record) error {
 		mu.Lock()
 		defer mu.Unlock()
-		got = append(got, rec.(*SystemSample))
+		got = append(got, rec.(*artifact.SystemSample))
 		return nil
-	}
+	})
 	s, err := NewClientSampler(context.Background(), SamplerPsutil, "s1", 20*time.Millisecond, emit)
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +31,7 @@ func TestClientSamplerPsutil(t *testing.T) {
 		t.Fatalf("%d samples", len(got))
 	}
 	for _, r := range got {
-		if r.EventType != "infer.system_sample" || r.ObservationScope != "client_local" || r.ProcessRSSBytes == nil || *r.ProcessRSSBytes <= 0 {
+		if r.RecordKind() != artifact.KindSystemSample || r.ObservationScope != "client_local" || r.ProcessRSSBytes == nil || *r.ProcessRSSBytes <= 0 {
 			t.Fatalf("sample %+v", r)
 		}
 		if r.DeviceUsedBytes != nil {

@@ -70,8 +70,9 @@ type Config struct {
 	Process Process
 	// Device is the GPU or MIG instance to read; nil collects RSS only (--no-gpu).
 	Device gpu.Device
-	// Emit receives each sample; an error ends the collection with that error.
-	Emit func(artifact.TelemetrySample) error
+	// Sink receives each sample as a *artifact.TelemetrySample; a Write
+	// error ends the collection with that error. The collector never closes it.
+	Sink artifact.Sink
 	// Warn receives human-readable warnings (without a "Warning:" prefix); may be nil.
 	Warn func(string)
 	// Now returns the wall clock; nil means time.Now.
@@ -142,7 +143,7 @@ func New(ctx context.Context, cfg Config) (*Collector, error) {
 		return nil, fmt.Errorf("duration %v is negative", cfg.Duration)
 	case cfg.Process == nil || cfg.Process.PID() < 1 || cfg.Process.StartNS() < 1:
 		return nil, errors.New("a running server process is required")
-	case cfg.Emit == nil:
+	case cfg.Sink == nil:
 		return nil, errors.New("emit is required")
 	}
 	if err := checkGroup(cfg); err != nil {
@@ -270,7 +271,7 @@ func (c *Collector) IntervalMS() int64 { return c.intervalMS }
 
 // Run polls once immediately and then every Interval until the context is
 // cancelled, Duration has passed, the process exits or the device changes.
-// A non-nil error (from Emit) comes with the outcome reached so far.
+// A non-nil error (from the sink) comes with the outcome reached so far.
 func (c *Collector) Run(ctx context.Context) (Outcome, error) {
 	var deadline <-chan time.Time
 	if c.cfg.Duration > 0 {
@@ -299,7 +300,7 @@ func (c *Collector) Run(ctx context.Context) (Outcome, error) {
 
 // Poll takes one round of readings and emits their samples. done is true
 // when the collection must end (ServerExited or DeviceChanged, after the one
-// invalid sample); err is Emit's error.
+// invalid sample); err is the sink's error.
 func (c *Collector) Poll(ctx context.Context) (out Outcome, done bool, err error) {
 	now := c.cfg.Now().UnixNano()
 	pid := c.cfg.Process.PID()
@@ -440,5 +441,5 @@ func (c *Collector) emit(now int64, metric, source, state string, value int64, d
 	if state == artifact.SampleValid {
 		s.ValueBytes = &value
 	}
-	return c.cfg.Emit(s)
+	return c.cfg.Sink.Write(&s)
 }

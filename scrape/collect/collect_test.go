@@ -43,12 +43,14 @@ type sink struct {
 	warns   []string
 }
 
-func (s *sink) emit(x artifact.TelemetrySample) error {
+func (s *sink) Write(rec artifact.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.samples = append(s.samples, x)
+	s.samples = append(s.samples, *rec.(*artifact.TelemetrySample))
 	return nil
 }
+
+func (s *sink) Close() error  { return nil }
 func (s *sink) warn(m string) { s.warns = append(s.warns, m) }
 
 func u64(v uint64) *uint64 { return &v }
@@ -66,7 +68,7 @@ func setup(t *testing.T, f *gpu.Fake, uuid string) (*Collector, *sink, *fakeProc
 		Interval: 100 * time.Millisecond,
 		Host:     artifact.Host{Name: "node1", BootID: str("boot-9")},
 		Process:  p,
-		Emit:     s.emit,
+		Sink:     s,
 		Warn:     s.warn,
 		Now:      func() time.Time { return time.Unix(0, t0) },
 	}
@@ -317,7 +319,7 @@ func TestStartCheckWarnings(t *testing.T) {
 	}
 	d, _ := f.DeviceByIndex(0)
 	cfg := Config{RunID: "r", Interval: time.Second, Process: p, Device: d, Host: artifact.Host{Name: "h"},
-		Emit: func(artifact.TelemetrySample) error { return nil }, Warn: func(m string) { warns = append(warns, m) }}
+		Sink: &artifact.Memory{}, Warn: func(m string) { warns = append(warns, m) }}
 	if _, err := New(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -341,8 +343,7 @@ func TestStartCheckWarnings(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	p := &fakeProc{pid: 1, start: 1, running: true}
-	emit := func(artifact.TelemetrySample) error { return nil }
-	base := Config{RunID: "r", Interval: time.Second, Process: p, Emit: emit, Host: artifact.Host{Name: "h"}}
+	base := Config{RunID: "r", Interval: time.Second, Process: p, Sink: &artifact.Memory{}, Host: artifact.Host{Name: "h"}}
 	cases := map[string]func(*Config){
 		"no run":          func(c *Config) { c.RunID = "" },
 		"tiny interval":   func(c *Config) { c.Interval = time.Microsecond },
@@ -396,8 +397,8 @@ func TestRunDurationAndCancel(t *testing.T) {
 	if out, err := c.Run(ctx); out != Stopped || err != nil {
 		t.Fatal(out, err)
 	}
-	// Emit errors end the run.
-	c.cfg.Emit = func(artifact.TelemetrySample) error { return errors.New("disk full") }
+	// Sink errors end the run.
+	c.cfg.Sink = artifact.SinkFunc(func(artifact.Record) error { return errors.New("disk full") })
 	if _, err := c.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("emit error: %v", err)
 	}

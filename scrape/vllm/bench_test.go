@@ -20,7 +20,7 @@ func BenchmarkParseCapture(b *testing.B) {
 
 // BenchmarkEncodeRecord encodes one scrape record as an artifact line.
 func BenchmarkEncodeRecord(b *testing.B) {
-	rec := scrapeOf(b, preText, MarkerInterval, 1)
+	rec := scrapeOf(b, preText, artifact.ScrapeMarkerInterval, 1)
 	for b.Loop() {
 		if _, err := artifact.MarshalLine(rec); err != nil {
 			b.Fatal(err)
@@ -31,11 +31,11 @@ func BenchmarkEncodeRecord(b *testing.B) {
 // BenchmarkCaseTelemetry computes a case block over a window of 60 scrapes
 // (a one-minute phase at the default interval).
 func BenchmarkCaseTelemetry(b *testing.B) {
-	scrapes := []ScrapeRecord{scrapeOf(b, preText, MarkerPhaseStart, 1e9)}
+	scrapes := []artifact.VLLMScrape{scrapeOf(b, preText, artifact.ScrapeMarkerPhaseStart, 1e9)}
 	for i := 0; i < 58; i++ {
-		scrapes = append(scrapes, scrapeOf(b, preText, MarkerInterval, int64(2+i)*1e9))
+		scrapes = append(scrapes, scrapeOf(b, preText, artifact.ScrapeMarkerInterval, int64(2+i)*1e9))
 	}
-	scrapes = append(scrapes, scrapeOf(b, postText, MarkerPhaseEnd, 61e9))
+	scrapes = append(scrapes, scrapeOf(b, postText, artifact.ScrapeMarkerPhaseEnd, 61e9))
 	for b.Loop() {
 		if blk := CaseTelemetry(scrapes, testCase); blk.State != StateResolved {
 			b.Fatal(blk.Reasons)

@@ -4,9 +4,6 @@ import (
 	"github.com/inferprobe/inferprobe/artifact"
 )
 
-// CapabilityComponent is the infer.capabilities component of the scraper.
-const CapabilityComponent = "vllm.metrics"
-
 // Tally accumulates what a run's scrapes found, without keeping the scrapes
 // themselves: counts, the last error, and the union of their discoveries.
 // Not safe for concurrent use (PhaseSampler guards its own).
@@ -36,7 +33,7 @@ func NewTally() *Tally {
 }
 
 // TallyOf tallies scrapes in the order given.
-func TallyOf(scrapes []ScrapeRecord) *Tally {
+func TallyOf(scrapes []artifact.VLLMScrape) *Tally {
 	t := NewTally()
 	for i := range scrapes {
 		t.Add(&scrapes[i])
@@ -45,7 +42,7 @@ func TallyOf(scrapes []ScrapeRecord) *Tally {
 }
 
 // Add counts one scrape.
-func (t *Tally) Add(r *ScrapeRecord) {
+func (t *Tally) Add(r *artifact.VLLMScrape) {
 	if !r.OK() || r.Discovery == nil {
 		t.Failed++
 		if r.Error != nil {
@@ -148,7 +145,7 @@ func (s *Scraper) Capabilities(ctx artifact.Context, t *Tally) artifact.Capabili
 		"failed_scrapes":          t.Failed,
 		"last_error":              lastErr,
 		"restarts":                t.Restarts,
-		"observation_scope":       ObservationScope,
+		"observation_scope":       artifact.ScopeEngineAggregate,
 		"per_request_attribution": "none",
 		"interval_seconds":        s.cfg.Interval.Seconds(),
 		"timeout_seconds":         s.cfg.Timeout.Seconds(),
@@ -170,9 +167,9 @@ func (s *Scraper) Capabilities(ctx artifact.Context, t *Tally) artifact.Capabili
 	}
 	return artifact.Capabilities{
 		Context:   ctx,
-		EventID:   "capability:" + CapabilityComponent,
+		EventID:   "capability:" + artifact.ComponentVLLMMetrics,
 		Metadata:  meta,
-		Component: CapabilityComponent,
+		Component: artifact.ComponentVLLMMetrics,
 		Available: t.OK > 0,
 		Supported: catalogueFields(),
 		Enabled:   enabled,

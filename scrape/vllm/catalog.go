@@ -4,6 +4,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/inferprobe/inferprobe/artifact"
 )
 
 // VerifiedVersion is the vLLM release the catalogue was checked against:
@@ -43,7 +45,7 @@ type Entry struct {
 	Labels []string
 	// Requires names the server setting without which the family is not
 	// exposed (or does not advance); "" for families every default server
-	// of VerifiedVersion exposes. Such families are optional in Discovery.
+	// of VerifiedVersion exposes. Such families are optional in artifact.ScrapeDiscovery.
 	Requires string
 	// Since is the first vLLM release or upstream change that exposes the
 	// family under this name, where known (vllm.md §3.2/§3.3).
@@ -310,8 +312,8 @@ func isStamp(name string, families map[string]string) bool {
 
 // Discover compares one scrape with the catalogue without dropping anything
 // (stormlog.md §2.5 "discovery", §4.2).
-func Discover(c *Compact) Discovery {
-	d := Discovery{VerifiedVLLMVersion: VerifiedVersion}
+func Discover(c *artifact.ScrapeSeries) artifact.ScrapeDiscovery {
+	d := artifact.ScrapeDiscovery{VerifiedVLLMVersion: VerifiedVersion}
 	present, absent, optAbsent := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	optPresent, deprecated, removed, unknown := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, e := range catalogue {
@@ -383,7 +385,7 @@ func prefixCatalogued(prefix string) bool {
 
 // processStartNS reads the exporter's process_start_time_seconds: the
 // family's single series, finite and non-negative, as rounded nanoseconds.
-func processStartNS(c *Compact) *int64 {
+func processStartNS(c *artifact.ScrapeSeries) *int64 {
 	vals := c.Values["process_start_time_seconds"]
 	if len(vals) != 1 {
 		return nil

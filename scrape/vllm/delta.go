@@ -319,13 +319,13 @@ const kvMeaning = "logical occupancy of KV cache blocks at scrape time, not devi
 // series is one sample of an engine's family under its extra labels.
 type series struct {
 	extra map[string]string
-	v     Value
+	v     artifact.SeriesValue
 }
 
 // scrapeIndex is one scrape's vllm: series by family, engine and extra-label
 // key.
 type scrapeIndex struct {
-	rec   *ScrapeRecord
+	rec   *artifact.VLLMScrape
 	kinds map[string]string
 	fams  map[string]map[string]map[string]series
 }
@@ -357,7 +357,7 @@ func extraKey(labels map[string]string) (string, map[string]string) {
 	return b.String(), extra
 }
 
-func indexScrape(r *ScrapeRecord) *scrapeIndex {
+func indexScrape(r *artifact.VLLMScrape) *scrapeIndex {
 	ix := &scrapeIndex{rec: r, kinds: r.Scrape.Families, fams: map[string]map[string]map[string]series{}}
 	for fam, byID := range r.Scrape.Values {
 		if !strings.HasPrefix(fam, Prefix) {
@@ -397,7 +397,7 @@ func (ix *scrapeIndex) engines() map[string]bool {
 
 // CaseTelemetry is the case block of a case's measured phase (stormlog.md
 // §4.3): see PhaseTelemetry.
-func CaseTelemetry(scrapes []ScrapeRecord, caseID string) *CaseBlock {
+func CaseTelemetry(scrapes []artifact.VLLMScrape, caseID string) *CaseBlock {
 	return PhaseTelemetry(scrapes, caseID, MeasuredPhase)
 }
 
@@ -410,8 +410,8 @@ func CaseTelemetry(scrapes []ScrapeRecord, caseID string) *CaseBlock {
 // histograms are differenced between the two boundary scrapes; gauges are
 // summarised over every ok scrape of the window from the start scrape's
 // exporter. Nothing unresolved is ever read as 0.
-func PhaseTelemetry(scrapes []ScrapeRecord, caseID, phase string) *CaseBlock {
-	var mine []*ScrapeRecord
+func PhaseTelemetry(scrapes []artifact.VLLMScrape, caseID, phase string) *CaseBlock {
+	var mine []*artifact.VLLMScrape
 	for i := range scrapes {
 		r := &scrapes[i]
 		if r.CaseID != nil && *r.CaseID == caseID && r.Phase != nil && *r.Phase == phase {
@@ -420,21 +420,21 @@ func PhaseTelemetry(scrapes []ScrapeRecord, caseID, phase string) *CaseBlock {
 	}
 	sort.SliceStable(mine, func(i, j int) bool { return mine[i].ObservedAtNS < mine[j].ObservedAtNS })
 	block := &CaseBlock{State: StateResolved, Reasons: []string{}, Engines: map[string]*EngineBlock{}}
-	var start, end *ScrapeRecord
+	var start, end *artifact.VLLMScrape
 	for _, r := range mine {
 		if r.OK() && r.Discovery != nil {
-			if r.Marker == MarkerPhaseStart && start == nil {
+			if r.Marker == artifact.ScrapeMarkerPhaseStart && start == nil {
 				start = r
 			}
-			if r.Marker == MarkerPhaseEnd {
+			if r.Marker == artifact.ScrapeMarkerPhaseEnd {
 				end = r
 			}
 		}
 	}
 	for _, b := range []struct {
 		marker string
-		found  *ScrapeRecord
-	}{{MarkerPhaseStart, start}, {MarkerPhaseEnd, end}} {
+		found  *artifact.VLLMScrape
+	}{{artifact.ScrapeMarkerPhaseStart, start}, {artifact.ScrapeMarkerPhaseEnd, end}} {
 		if b.found != nil {
 			continue
 		}
@@ -455,7 +455,7 @@ func PhaseTelemetry(scrapes []ScrapeRecord, caseID, phase string) *CaseBlock {
 	}
 
 	// The window's scrapes, and whose exporter answered each.
-	var inside []*ScrapeRecord
+	var inside []*artifact.VLLMScrape
 	failed := 0
 	for _, r := range mine {
 		if r.ObservedAtNS < start.ObservedAtNS || r.ObservedAtNS > end.ObservedAtNS {
@@ -469,7 +469,7 @@ func PhaseTelemetry(scrapes []ScrapeRecord, caseID, phase string) *CaseBlock {
 	}
 	startPS := start.Discovery.ProcessStartNS
 	restart, changed, unknown := false, false, startPS == nil
-	var own []*ScrapeRecord
+	var own []*artifact.VLLMScrape
 	for _, r := range inside {
 		ps := r.Discovery.ProcessStartNS
 		switch {
@@ -750,7 +750,7 @@ func histogramDelta(key string, x, y series, okA, okB bool, stampA, stampB map[s
 		return HistogramDelta{State: epoch}
 	}
 	allFinite := finite(float64(*da.Sum)) && finite(float64(*da.Count)) && finite(float64(*db.Sum)) && finite(float64(*db.Count))
-	for _, d := range []*Distribution{da, db} {
+	for _, d := range []*artifact.SeriesDistribution{da, db} {
 		for _, bk := range d.Buckets {
 			allFinite = allFinite && finite(float64(bk.Count))
 		}
@@ -787,7 +787,7 @@ func histogramDelta(key string, x, y series, okA, okB bool, stampA, stampB map[s
 }
 
 // sameBounds compares two bucket lists' bounds numerically.
-func sameBounds(a, b []Bucket) bool {
+func sameBounds(a, b []artifact.SeriesBucket) bool {
 	if len(a) != len(b) {
 		return false
 	}

@@ -6,7 +6,7 @@
 // origin, redirects never followed, environment proxies ignored), checks the
 // Limits (8 MiB, 20,000 series, 65,536-character lines), parses the text with
 // prometheus/common expfmt (UTF-8 name validation, for vLLM's "vllm:" names)
-// and returns an infer.vllm_scrape v1 ScrapeRecord stamped on the client
+// and returns an infer.vllm_scrape v1 artifact.VLLMScrape stamped on the client
 // clock. A PhaseSampler hooks the scraper to a run's phases (phase_start,
 // interval, phase_end scrapes); failed scrapes are recorded and the run goes
 // on.

@@ -42,10 +42,10 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		d := Discover(c)
-		rec := ScrapeRecord{
-			Header: artifact.HeaderOf(artifact.KindVLLMScrape), ObservationScope: ObservationScope,
+		rec := artifact.VLLMScrape{
+			Header: artifact.HeaderOf(artifact.KindVLLMScrape), ObservationScope: artifact.ScopeEngineAggregate,
 			SessionID: "s", RunID: "r", ObservedAtNS: 1, TimestampNS: 1, SourceURL: "http://h/metrics",
-			Marker: MarkerPhaseStart, IntervalMS: 1000, Status: StatusOK, ClockDomain: "h/unix_epoch_ns",
+			Marker: artifact.ScrapeMarkerPhaseStart, IntervalMS: 1000, Status: artifact.ScrapeOK, ClockDomain: "h/unix_epoch_ns",
 			CaseID: artifact.Ptr("c"), Phase: artifact.Ptr(MeasuredPhase), Scrape: c, Discovery: &d,
 		}
 		line, err := artifact.MarshalLine(rec)
@@ -55,7 +55,7 @@ func FuzzParse(f *testing.F) {
 		if !json.Valid(line) {
 			t.Fatalf("invalid JSON: %s", line)
 		}
-		back, err := DecodeScrapeRecord(line)
+		back, err := artifact.DecodeVLLMScrape(line)
 		if err != nil {
 			t.Fatalf("decoding our own line: %v\n%s", err, line)
 		}
@@ -69,8 +69,8 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("round trip changed the record at byte %d: %q vs %q", i, line[lo:min(i+60, len(line))], again[lo:min(i+60, len(again))])
 		}
 		end := back
-		end.Marker, end.ObservedAtNS = MarkerPhaseEnd, 2
-		blk := Telemetry([]ScrapeRecord{rec, end}, []string{"c"}, nil)
+		end.Marker, end.ObservedAtNS = artifact.ScrapeMarkerPhaseEnd, 2
+		blk := Telemetry([]artifact.VLLMScrape{rec, end}, []string{"c"}, nil)
 		if out, err := json.Marshal(blk); err != nil || !json.Valid(out) {
 			t.Fatalf("report: %v", err)
 		}
@@ -106,19 +106,19 @@ func excerpt(text string, families ...string) string {
 func FuzzDecodeScrapeRecord(f *testing.F) {
 	c, _ := Parse([]byte(preText), Limits{})
 	d := Discover(c)
-	good, _ := artifact.MarshalLine(ScrapeRecord{Header: artifact.HeaderOf(artifact.KindVLLMScrape), Marker: MarkerInterval, Status: StatusOK, Scrape: c, Discovery: &d})
+	good, _ := artifact.MarshalLine(artifact.VLLMScrape{Header: artifact.HeaderOf(artifact.KindVLLMScrape), Marker: artifact.ScrapeMarkerInterval, Status: artifact.ScrapeOK, Scrape: c, Discovery: &d})
 	f.Add(good)
 	f.Add([]byte(`{"event_type":"infer.vllm_scrape","schema_version":1,"marker":"phase_end","status":"error","error":"HTTP 503"}`))
 	f.Add([]byte(`{"event_type":"infer.vllm_scrape","schema_version":1,"marker":"manual","status":"ok","scrape":{"families":{"h":"histogram"},"label_sets":{"0":{}},"values":{"h":{"0":{"buckets":[["+Inf","NaN"]],"sum":null,"count":1}}},"helps":{}},"discovery":{}}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
-		r, err := DecodeScrapeRecord(line)
+		r, err := artifact.DecodeVLLMScrape(line)
 		if err != nil {
-			if !errors.Is(err, ErrRecord) {
-				t.Fatalf("error %v does not wrap ErrRecord", err)
+			if !errors.Is(err, artifact.ErrVLLMScrape) {
+				t.Fatalf("error %v does not wrap artifact.ErrVLLMScrape", err)
 			}
 			return
 		}
-		blk := CaseTelemetry([]ScrapeRecord{r, r}, "c")
+		blk := CaseTelemetry([]artifact.VLLMScrape{r, r}, "c")
 		if _, err := json.Marshal(blk); err != nil {
 			t.Fatal(err)
 		}

@@ -31,40 +31,40 @@ func mustRead(rel string) string {
 }
 
 // scrapeOf parses text into an ok record of testCase's measured phase.
-func scrapeOf(t testing.TB, text, marker string, observedNS int64) ScrapeRecord {
+func scrapeOf(t testing.TB, text, marker string, observedNS int64) artifact.VLLMScrape {
 	t.Helper()
 	c, err := Parse([]byte(text), Limits{})
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
 	d := Discover(c)
-	return ScrapeRecord{
+	return artifact.VLLMScrape{
 		Header:           artifact.HeaderOf(artifact.KindVLLMScrape),
-		ObservationScope: ObservationScope,
+		ObservationScope: artifact.ScopeEngineAggregate,
 		SessionID:        "s", RunID: "run-1",
 		ObservedAtNS: observedNS, TimestampNS: observedNS,
 		SourceURL: "http://127.0.0.1:8000/metrics", Marker: marker, IntervalMS: 1000,
-		Status: StatusOK, ClockDomain: "h/unix_epoch_ns",
+		Status: artifact.ScrapeOK, ClockDomain: "h/unix_epoch_ns",
 		CaseID: artifact.Ptr(testCase), Phase: artifact.Ptr(MeasuredPhase),
 		Scrape: c, Discovery: &d,
 	}
 }
 
 // failedScrape is an error record of testCase's measured phase.
-func failedScrape(marker string, observedNS int64) ScrapeRecord {
-	return ScrapeRecord{
-		Header: artifact.HeaderOf(artifact.KindVLLMScrape), ObservationScope: ObservationScope,
+func failedScrape(marker string, observedNS int64) artifact.VLLMScrape {
+	return artifact.VLLMScrape{
+		Header: artifact.HeaderOf(artifact.KindVLLMScrape), ObservationScope: artifact.ScopeEngineAggregate,
 		SessionID: "s", RunID: "run-1", ObservedAtNS: observedNS, TimestampNS: observedNS,
 		SourceURL: "http://127.0.0.1:8000/metrics", Marker: marker, IntervalMS: 1000,
-		Status: StatusError, ClockDomain: "h/unix_epoch_ns",
+		Status: artifact.ScrapeError, ClockDomain: "h/unix_epoch_ns",
 		CaseID: artifact.Ptr(testCase), Phase: artifact.Ptr(MeasuredPhase),
 		HTTPStatus: artifact.Ptr(503), Error: artifact.Ptr("HTTP 503"),
 	}
 }
 
 // window builds the standard window: start at 1 s, end at 14 s (13 s).
-func window(t testing.TB, pre, post string) []ScrapeRecord {
-	return []ScrapeRecord{scrapeOf(t, pre, MarkerPhaseStart, 1e9), scrapeOf(t, post, MarkerPhaseEnd, 14e9)}
+func window(t testing.TB, pre, post string) []artifact.VLLMScrape {
+	return []artifact.VLLMScrape{scrapeOf(t, pre, artifact.ScrapeMarkerPhaseStart, 1e9), scrapeOf(t, post, artifact.ScrapeMarkerPhaseEnd, 14e9)}
 }
 
 // replaceLine substitutes the value of every sample line whose text up to

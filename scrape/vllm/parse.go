@@ -73,7 +73,7 @@ var (
 // series, declarations or line over a limit), ErrUnparseable (the expfmt
 // parser's error with its line number, a duplicated series or bucket, or no
 // sample at all: an empty body never passes as an empty scrape).
-func Parse(body []byte, lim Limits) (c *Compact, err error) {
+func Parse(body []byte, lim Limits) (c *artifact.ScrapeSeries, err error) {
 	lim = lim.withDefaults()
 	if err := checkLimits(body, lim); err != nil {
 		return nil, err
@@ -153,11 +153,11 @@ func kindName(t dto.MetricType) string {
 // compactFamilies folds parsed families into the compact form. Families are
 // visited in name order and their series in exposition order, so label-set
 // ids are deterministic for a given body.
-func compactFamilies(mfs map[string]*dto.MetricFamily) (*Compact, error) {
-	c := &Compact{
+func compactFamilies(mfs map[string]*dto.MetricFamily) (*artifact.ScrapeSeries, error) {
+	c := &artifact.ScrapeSeries{
 		Families:  make(map[string]string, len(mfs)),
 		LabelSets: map[string]map[string]string{},
-		Values:    make(map[string]map[string]Value, len(mfs)),
+		Values:    make(map[string]map[string]artifact.SeriesValue, len(mfs)),
 		Helps:     make(map[string]string, len(mfs)),
 	}
 	names := make([]string, 0, len(mfs))
@@ -178,7 +178,7 @@ func compactFamilies(mfs map[string]*dto.MetricFamily) (*Compact, error) {
 		if h := mf.GetHelp(); h != "" {
 			c.Helps[name] = validText(h)
 		}
-		vals := make(map[string]Value, len(mf.GetMetric()))
+		vals := make(map[string]artifact.SeriesValue, len(mf.GetMetric()))
 		for _, m := range mf.GetMetric() {
 			pairs := m.GetLabel()
 			key.Reset()
@@ -217,15 +217,15 @@ func compactFamilies(mfs map[string]*dto.MetricFamily) (*Compact, error) {
 }
 
 // valueOf converts one parsed series.
-func valueOf(kind string, m *dto.Metric) (Value, error) {
+func valueOf(kind string, m *dto.Metric) (artifact.SeriesValue, error) {
 	switch kind {
 	case "counter":
-		return Value{Sample: artifact.Float(m.GetCounter().GetValue())}, nil
+		return artifact.SeriesValue{Sample: artifact.Float(m.GetCounter().GetValue())}, nil
 	case "gauge":
-		return Value{Sample: artifact.Float(m.GetGauge().GetValue())}, nil
+		return artifact.SeriesValue{Sample: artifact.Float(m.GetGauge().GetValue())}, nil
 	case "histogram":
 		h := m.GetHistogram()
-		d := &Distribution{Buckets: make([]Bucket, 0, len(h.GetBucket()))}
+		d := &artifact.SeriesDistribution{Buckets: make([]artifact.SeriesBucket, 0, len(h.GetBucket()))}
 		bounds := make([]float64, 0, len(h.GetBucket()))
 		for _, b := range h.GetBucket() {
 			n := float64(b.GetCumulativeCount())
@@ -233,10 +233,10 @@ func valueOf(kind string, m *dto.Metric) (Value, error) {
 				n = b.GetCumulativeCountFloat()
 			}
 			bounds = append(bounds, b.GetUpperBound())
-			d.Buckets = append(d.Buckets, Bucket{LE: formatBound(b.GetUpperBound()), Count: artifact.Float(n)})
+			d.Buckets = append(d.Buckets, artifact.SeriesBucket{LE: formatBound(b.GetUpperBound()), Count: artifact.Float(n)})
 		}
 		if err := sortBuckets(d.Buckets, bounds); err != nil {
-			return Value{}, err
+			return artifact.SeriesValue{}, err
 		}
 		if h.SampleSum != nil {
 			d.Sum = fptr(h.GetSampleSum())
@@ -247,17 +247,17 @@ func valueOf(kind string, m *dto.Metric) (Value, error) {
 		case h.SampleCount != nil:
 			d.Count = fptr(float64(h.GetSampleCount()))
 		}
-		return Value{Dist: d}, nil
+		return artifact.SeriesValue{Dist: d}, nil
 	case "summary":
 		s := m.GetSummary()
-		d := &Distribution{Buckets: make([]Bucket, 0, len(s.GetQuantile()))}
+		d := &artifact.SeriesDistribution{Buckets: make([]artifact.SeriesBucket, 0, len(s.GetQuantile()))}
 		bounds := make([]float64, 0, len(s.GetQuantile()))
 		for _, q := range s.GetQuantile() {
 			bounds = append(bounds, q.GetQuantile())
-			d.Buckets = append(d.Buckets, Bucket{LE: formatBound(q.GetQuantile()), Count: artifact.Float(q.GetValue())})
+			d.Buckets = append(d.Buckets, artifact.SeriesBucket{LE: formatBound(q.GetQuantile()), Count: artifact.Float(q.GetValue())})
 		}
 		if err := sortBuckets(d.Buckets, bounds); err != nil {
-			return Value{}, err
+			return artifact.SeriesValue{}, err
 		}
 		if s.SampleSum != nil {
 			d.Sum = fptr(s.GetSampleSum())
@@ -265,20 +265,20 @@ func valueOf(kind string, m *dto.Metric) (Value, error) {
 		if s.SampleCount != nil {
 			d.Count = fptr(float64(s.GetSampleCount()))
 		}
-		return Value{Dist: d}, nil
+		return artifact.SeriesValue{Dist: d}, nil
 	default:
-		return Value{Sample: artifact.Float(m.GetUntyped().GetValue())}, nil
+		return artifact.SeriesValue{Sample: artifact.Float(m.GetUntyped().GetValue())}, nil
 	}
 }
 
 // sortBuckets orders buckets by bound and rejects a bound given twice.
-func sortBuckets(b []Bucket, bounds []float64) error {
+func sortBuckets(b []artifact.SeriesBucket, bounds []float64) error {
 	idx := make([]int, len(b))
 	for i := range idx {
 		idx[i] = i
 	}
 	sort.SliceStable(idx, func(i, j int) bool { return bounds[idx[i]] < bounds[idx[j]] })
-	out := make([]Bucket, len(b))
+	out := make([]artifact.SeriesBucket, len(b))
 	for i, j := range idx {
 		out[i] = b[j]
 		if i > 0 && bounds[idx[i-1]] == bounds[j] {

@@ -151,7 +151,7 @@ func TestNonFiniteSamplesRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := ScrapeRecord{Header: artifact.HeaderOf(artifact.KindVLLMScrape), Marker: MarkerManual, Status: StatusOK, Scrape: c, Discovery: &Discovery{}}
+	rec := artifact.VLLMScrape{Header: artifact.HeaderOf(artifact.KindVLLMScrape), Marker: artifact.ScrapeMarkerManual, Status: artifact.ScrapeOK, Scrape: c, Discovery: &artifact.ScrapeDiscovery{}}
 	line, err := artifact.MarshalLine(rec)
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +161,7 @@ func TestNonFiniteSamplesRoundTrip(t *testing.T) {
 			t.Errorf("line lacks %s: %s", want, line)
 		}
 	}
-	back, err := DecodeScrapeRecord(line)
+	back, err := artifact.DecodeVLLMScrape(line)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,14 +172,14 @@ func TestNonFiniteSamplesRoundTrip(t *testing.T) {
 }
 
 // A record written by artifact.Writer comes back through the artifact
-// reader (as Raw) and ScrapesFromArtifact.
+// reader (as Raw) and artifact.VLLMScrapes.
 func TestRecordThroughTheArtifact(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "run.jsonl")
 	w, err := artifact.NewWriter(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs := []ScrapeRecord{scrapeOf(t, preText, MarkerPhaseStart, 1e9), failedScrape(MarkerInterval, 2e9), scrapeOf(t, postText, MarkerPhaseEnd, 14e9)}
+	recs := []artifact.VLLMScrape{scrapeOf(t, preText, artifact.ScrapeMarkerPhaseStart, 1e9), failedScrape(artifact.ScrapeMarkerInterval, 2e9), scrapeOf(t, postText, artifact.ScrapeMarkerPhaseEnd, 14e9)}
 	for _, r := range recs {
 		if err := w.Write(r); err != nil {
 			t.Fatal(err)
@@ -197,11 +197,11 @@ func TestRecordThroughTheArtifact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := ScrapesFromArtifact(a)
+	got, err := artifact.VLLMScrapes(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 3 || got[1].Status != StatusError || *got[1].Error != "HTTP 503" || got[1].Scrape != nil {
+	if len(got) != 3 || got[1].Status != artifact.ScrapeError || *got[1].Error != "HTTP 503" || got[1].Scrape != nil {
 		t.Fatalf("scrapes %d %+v", len(got), got[1])
 	}
 	for i := range recs {
@@ -218,7 +218,7 @@ func TestRecordThroughTheArtifact(t *testing.T) {
 }
 
 func TestDecodeScrapeRecordErrors(t *testing.T) {
-	good, _ := artifact.MarshalLine(scrapeOf(t, "a 1\n", MarkerManual, 1))
+	good, _ := artifact.MarshalLine(scrapeOf(t, "a 1\n", artifact.ScrapeMarkerManual, 1))
 	for name, line := range map[string]string{
 		"not json":       "{",
 		"other kind":     strings.Replace(string(good), `"infer.vllm_scrape"`, `"infer.vllm_span"`, 1),
@@ -235,20 +235,20 @@ func TestDecodeScrapeRecordErrors(t *testing.T) {
 		if name != "not json" && line == string(good) {
 			t.Fatalf("%s: the mutation did not apply to %s", name, good)
 		}
-		if _, err := DecodeScrapeRecord([]byte(line)); !errors.Is(err, ErrRecord) {
-			t.Errorf("%s: error %v, want ErrRecord", name, err)
+		if _, err := artifact.DecodeVLLMScrape([]byte(line)); !errors.Is(err, artifact.ErrVLLMScrape) {
+			t.Errorf("%s: error %v, want artifact.ErrVLLMScrape", name, err)
 		}
 	}
-	if _, err := DecodeScrapeRecord(good); err != nil {
+	if _, err := artifact.DecodeVLLMScrape(good); err != nil {
 		t.Errorf("good record: %v", err)
 	}
-	var b Bucket
+	var b artifact.SeriesBucket
 	for _, bad := range []string{`["x",1]`, `[1,1]`, `["1"]`, `["1",1,2]`, `["1","many"]`} {
 		if err := b.UnmarshalJSON([]byte(bad)); err == nil {
 			t.Errorf("bucket %s accepted", bad)
 		}
 	}
-	var d Distribution
+	var d artifact.SeriesDistribution
 	if err := d.UnmarshalJSON([]byte(`{"buckets":[],"sum":1}`)); err == nil {
 		t.Error("a histogram value without count accepted")
 	}

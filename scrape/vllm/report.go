@@ -106,7 +106,7 @@ type Epoch struct {
 // CaseTelemetry), and the run's infer.capabilities records (those whose
 // component starts with "vllm." are kept). With no scrape and no vLLM
 // capability the block is {"status":"absent"}.
-func Telemetry(scrapes []ScrapeRecord, caseIDs []string, caps []artifact.Capabilities) *Block {
+func Telemetry(scrapes []artifact.VLLMScrape, caseIDs []string, caps []artifact.Capabilities) *Block {
 	capSummaries := map[string]CapabilitySummary{}
 	for _, c := range caps {
 		if strings.HasPrefix(c.Component, "vllm.") {
@@ -121,7 +121,7 @@ func Telemetry(scrapes []ScrapeRecord, caseIDs []string, caps []artifact.Capabil
 	}
 	b := &Block{
 		Status:           ReportCollected,
-		ObservationScope: ObservationScope,
+		ObservationScope: artifact.ScopeEngineAggregate,
 		Note:             Note,
 		Engine:           Summarize(scrapes),
 		Capabilities:     capSummaries,
@@ -136,9 +136,9 @@ func Telemetry(scrapes []ScrapeRecord, caseIDs []string, caps []artifact.Capabil
 // FromArtifact builds the telemetry.vllm block of an artifact: its scrape
 // records, its vLLM capability records, and one case block per case with a
 // measured phase window (in window order). Errors: an undecodable scrape
-// record (wrapping ErrRecord).
+// record (wrapping artifact.ErrVLLMScrape).
 func FromArtifact(a *artifact.Artifact) (*Block, error) {
-	scrapes, err := ScrapesFromArtifact(a)
+	scrapes, err := artifact.VLLMScrapes(a)
 	if err != nil {
 		return nil, err
 	}
@@ -161,8 +161,8 @@ func nonNil(s []string) []string {
 }
 
 // Summarize builds the engine summary of a run's scrapes.
-func Summarize(scrapes []ScrapeRecord) *EngineSummary {
-	order := make([]*ScrapeRecord, len(scrapes))
+func Summarize(scrapes []artifact.VLLMScrape) *EngineSummary {
+	order := make([]*artifact.VLLMScrape, len(scrapes))
 	for i := range scrapes {
 		order[i] = &scrapes[i]
 	}

@@ -36,7 +36,7 @@ func TestFromArtifact(t *testing.T) {
 	}
 	s := newScraper(t, Config{URL: "http://127.0.0.1:8000/metrics"})
 	tally := TallyOf(window(t, preText, postText))
-	recs := []any{
+	recs := []artifact.Record{
 		artifact.PhaseWindow{SessionID: "s", CaseID: testCase, Phase: "warmup"},
 		artifact.PhaseWindow{SessionID: "s", CaseID: testCase, Phase: MeasuredPhase},
 		artifact.PhaseWindow{SessionID: "s", CaseID: "c2", Phase: MeasuredPhase},
@@ -78,7 +78,7 @@ func TestFromArtifact(t *testing.T) {
 	}
 	raw := toJSON(t, b)
 	var generic map[string]any
-	if err := json.Unmarshal(raw, &generic); err != nil || generic["observation_scope"] != ObservationScope || generic["note"] != Note {
+	if err := json.Unmarshal(raw, &generic); err != nil || generic["observation_scope"] != artifact.ScopeEngineAggregate || generic["note"] != Note {
 		t.Errorf("block %v", err)
 	}
 }

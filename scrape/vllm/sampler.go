@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"sync"
 	"time"
-)
 
-// Sink receives records (artifact.Writer and loadgen.Sink satisfy it).
-type Sink interface {
-	Write(rec any) error
-}
+	"github.com/inferprobe/inferprobe/artifact"
+)
 
 // Bounds on a stopping phase (stormlog.md §4.1): an interval scrape still in
 // flight when a phase ends may finish within AbandonAfter and is abandoned
@@ -30,7 +27,7 @@ const (
 // the signatures of loadgen.Hooks' fields. One phase runs at a time.
 type PhaseSampler struct {
 	s    *Scraper
-	sink Sink
+	sink artifact.Sink
 	warn func(string)
 
 	mu       sync.Mutex
@@ -47,7 +44,7 @@ type PhaseSampler struct {
 // NewPhaseSampler builds a sampler writing to sink. warn (optional) gets the
 // first failed scrape's message, once, and a note when the API key is
 // withheld from a metrics URL on another origin.
-func NewPhaseSampler(s *Scraper, sink Sink, warn func(msg string)) *PhaseSampler {
+func NewPhaseSampler(s *Scraper, sink artifact.Sink, warn func(msg string)) *PhaseSampler {
 	if warn == nil {
 		warn = func(string) {}
 	}
@@ -62,7 +59,7 @@ func NewPhaseSampler(s *Scraper, sink Sink, warn func(msg string)) *PhaseSampler
 // first send) and starts the interval scrapes.
 func (p *PhaseSampler) PhaseStart(ctx context.Context, caseID, phase string) {
 	p.stopInterval()
-	p.record(p.s.Scrape(ctx, MarkerPhaseStart, caseID, phase))
+	p.record(p.s.Scrape(ctx, artifact.ScrapeMarkerPhaseStart, caseID, phase))
 	scrapeCtx, cancel := context.WithCancel(ctx)
 	stop, done := make(chan struct{}), make(chan struct{})
 	p.mu.Lock()
@@ -91,7 +88,7 @@ func (p *PhaseSampler) loop(ctx context.Context, stop <-chan struct{}, done chan
 			return
 		default:
 		}
-		rec := p.s.Scrape(ctx, MarkerInterval, caseID, phase)
+		rec := p.s.Scrape(ctx, artifact.ScrapeMarkerInterval, caseID, phase)
 		if ctx.Err() != nil {
 			return
 		}
@@ -129,21 +126,21 @@ func (p *PhaseSampler) PhaseEnd(ctx context.Context, caseID, phase string) {
 		defer cancel()
 		ctx = c
 	}
-	p.record(p.s.Scrape(ctx, MarkerPhaseEnd, caseID, phase))
+	p.record(p.s.Scrape(ctx, artifact.ScrapeMarkerPhaseEnd, caseID, phase))
 }
 
 // Close stops any interval scrapes still running.
 func (p *PhaseSampler) Close() { p.stopInterval() }
 
 // record writes one scrape, counts it and warns once on the first failure.
-func (p *PhaseSampler) record(rec ScrapeRecord) {
-	err := p.sink.Write(rec)
+func (p *PhaseSampler) record(rec artifact.VLLMScrape) {
+	err := p.sink.Write(&rec)
 	p.mu.Lock()
 	p.tally.Add(&rec)
 	if err != nil && p.writeErr == nil {
 		p.writeErr = err
 	}
-	first := rec.Status != StatusOK && !p.warned
+	first := rec.Status != artifact.ScrapeOK && !p.warned
 	if first {
 		p.warned = true
 	}

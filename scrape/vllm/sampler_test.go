@@ -15,21 +15,23 @@ import (
 // memSink keeps written scrape records.
 type memSink struct {
 	mu   sync.Mutex
-	recs []ScrapeRecord
+	recs []artifact.VLLMScrape
 	err  error
 }
 
-func (m *memSink) Write(rec any) error {
+func (m *memSink) Write(rec artifact.Record) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.recs = append(m.recs, rec.(ScrapeRecord))
+	m.recs = append(m.recs, *rec.(*artifact.VLLMScrape))
 	return m.err
 }
 
-func (m *memSink) snapshot() []ScrapeRecord {
+func (m *memSink) Close() error { return nil }
+
+func (m *memSink) snapshot() []artifact.VLLMScrape {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return append([]ScrapeRecord(nil), m.recs...)
+	return append([]artifact.VLLMScrape(nil), m.recs...)
 }
 
 // waitFor polls cond until it holds or 10 s pass.
@@ -44,7 +46,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func countMarker(recs []ScrapeRecord, marker string) int {
+func countMarker(recs []artifact.VLLMScrape, marker string) int {
 	n := 0
 	for _, r := range recs {
 		if r.Marker == marker {
@@ -63,13 +65,13 @@ func TestPhaseSamplerBracketsEachPhase(t *testing.T) {
 	ctx := context.Background()
 	for _, phase := range []string{"warmup", "measured"} {
 		p.PhaseStart(ctx, "c1", phase)
-		if recs := sink.snapshot(); recs[len(recs)-1].Marker != MarkerPhaseStart {
+		if recs := sink.snapshot(); recs[len(recs)-1].Marker != artifact.ScrapeMarkerPhaseStart {
 			t.Fatalf("PhaseStart returned before its scrape was written")
 		}
 		waitFor(t, "two interval scrapes", func() bool {
 			n := 0
 			for _, r := range sink.snapshot() {
-				if r.Marker == MarkerInterval && *r.Phase == phase {
+				if r.Marker == artifact.ScrapeMarkerInterval && *r.Phase == phase {
 					n++
 				}
 			}
@@ -78,24 +80,24 @@ func TestPhaseSamplerBracketsEachPhase(t *testing.T) {
 		p.PhaseEnd(ctx, "c1", phase)
 	}
 	recs := sink.snapshot()
-	if recs[0].Marker != MarkerPhaseStart || recs[len(recs)-1].Marker != MarkerPhaseEnd {
+	if recs[0].Marker != artifact.ScrapeMarkerPhaseStart || recs[len(recs)-1].Marker != artifact.ScrapeMarkerPhaseEnd {
 		t.Errorf("first %s last %s", recs[0].Marker, recs[len(recs)-1].Marker)
 	}
-	if countMarker(recs, MarkerPhaseStart) != 2 || countMarker(recs, MarkerPhaseEnd) != 2 {
-		t.Errorf("markers %d/%d", countMarker(recs, MarkerPhaseStart), countMarker(recs, MarkerPhaseEnd))
+	if countMarker(recs, artifact.ScrapeMarkerPhaseStart) != 2 || countMarker(recs, artifact.ScrapeMarkerPhaseEnd) != 2 {
+		t.Errorf("markers %d/%d", countMarker(recs, artifact.ScrapeMarkerPhaseStart), countMarker(recs, artifact.ScrapeMarkerPhaseEnd))
 	}
 	// No interval scrape after a phase's end: each phase's records are
 	// phase_start, interval…, phase_end in order.
 	phaseOf := map[string][]string{}
 	for _, r := range recs {
-		if *r.CaseID != "c1" || r.Status != StatusOK || r.IntervalMS != 10 {
+		if *r.CaseID != "c1" || r.Status != artifact.ScrapeOK || r.IntervalMS != 10 {
 			t.Errorf("record %+v", r)
 		}
 		phaseOf[*r.Phase] = append(phaseOf[*r.Phase], r.Marker)
 	}
 	for phase, ms := range phaseOf {
 		for i, m := range ms {
-			if (i == 0) != (m == MarkerPhaseStart) || (i == len(ms)-1) != (m == MarkerPhaseEnd) {
+			if (i == 0) != (m == artifact.ScrapeMarkerPhaseStart) || (i == len(ms)-1) != (m == artifact.ScrapeMarkerPhaseEnd) {
 				t.Errorf("%s markers %v", phase, ms)
 				break
 			}
@@ -140,11 +142,11 @@ func TestPhaseSamplerWarnsOnceOnFailures(t *testing.T) {
 	var warnings []string
 	p := NewPhaseSampler(s, sink, func(m string) { mu.Lock(); warnings = append(warnings, m); mu.Unlock() })
 	p.PhaseStart(context.Background(), "c1", "measured")
-	waitFor(t, "an interval scrape", func() bool { return countMarker(sink.snapshot(), MarkerInterval) >= 1 })
+	waitFor(t, "an interval scrape", func() bool { return countMarker(sink.snapshot(), artifact.ScrapeMarkerInterval) >= 1 })
 	p.PhaseEnd(context.Background(), "c1", "measured")
 	recs := sink.snapshot()
 	for _, r := range recs {
-		if r.Status != StatusError || *r.Error != "HTTP 503" {
+		if r.Status != artifact.ScrapeError || *r.Error != "HTTP 503" {
 			t.Errorf("record %s %v", r.Status, deref2(r.Error))
 		}
 	}
@@ -176,7 +178,7 @@ func TestPhaseSamplerEndScrapeAfterCancel(t *testing.T) {
 	cancel()
 	p.PhaseEnd(ctx, "c1", "measured")
 	recs := sink.snapshot()
-	if len(recs) != 2 || recs[1].Marker != MarkerPhaseEnd || recs[1].Status != StatusOK {
+	if len(recs) != 2 || recs[1].Marker != artifact.ScrapeMarkerPhaseEnd || recs[1].Status != artifact.ScrapeOK {
 		t.Fatalf("records %d, last %+v", len(recs), recs[len(recs)-1])
 	}
 	if err := p.WriteErr(); err == nil || err.Error() != "disk full" {
@@ -231,15 +233,15 @@ func TestPhaseSamplerInFlightIntervalScrapeAtPhaseEnd(t *testing.T) {
 			p.PhaseEnd(context.Background(), "c1", "measured")
 			recs := sink.snapshot()
 			for _, r := range recs {
-				if r.Status != StatusOK {
+				if r.Status != artifact.ScrapeOK {
 					t.Errorf("a failed scrape was recorded: %s", deref2(r.Error))
 				}
 			}
 			tail := recs[n:]
-			if tail[len(tail)-1].Marker != MarkerPhaseEnd {
+			if tail[len(tail)-1].Marker != artifact.ScrapeMarkerPhaseEnd {
 				t.Fatalf("last marker %s", tail[len(tail)-1].Marker)
 			}
-			if got := len(tail) == 2 && tail[0].Marker == MarkerInterval; got != c.recorded {
+			if got := len(tail) == 2 && tail[0].Marker == artifact.ScrapeMarkerInterval; got != c.recorded {
 				markers := []string{}
 				for _, r := range tail {
 					markers = append(markers, r.Marker)

@@ -173,7 +173,7 @@ func loadSchema(t *testing.T) *schemaValidator {
 	return &schemaValidator{defs: s["$defs"].(map[string]any)}
 }
 
-func validateLine(t *testing.T, v *schemaValidator, rec ScrapeRecord) error {
+func validateLine(t *testing.T, v *schemaValidator, rec artifact.VLLMScrape) error {
 	t.Helper()
 	line, err := artifact.MarshalLine(rec)
 	if err != nil {
@@ -196,11 +196,11 @@ func TestRecordsMatchTheSchema(t *testing.T) {
 	s := newScraper(t, Config{URL: srv.URL + "/metrics", Interval: 250 * time.Millisecond})
 	bad := newMetricsServer(t, textBody("<html></html>"))
 	sBad := newScraper(t, Config{URL: bad.URL + "/metrics"})
-	recs := []ScrapeRecord{
-		s.Scrape(context.Background(), MarkerPhaseStart, "c1", "measured"),
-		s.Scrape(context.Background(), MarkerManual, "", ""),
-		sBad.Scrape(context.Background(), MarkerPhaseEnd, "c1", "warmup"),
-		failedScrape(MarkerInterval, 5),
+	recs := []artifact.VLLMScrape{
+		s.Scrape(context.Background(), artifact.ScrapeMarkerPhaseStart, "c1", "measured"),
+		s.Scrape(context.Background(), artifact.ScrapeMarkerManual, "", ""),
+		sBad.Scrape(context.Background(), artifact.ScrapeMarkerPhaseEnd, "c1", "warmup"),
+		failedScrape(artifact.ScrapeMarkerInterval, 5),
 	}
 	for i, r := range recs {
 		if err := validateLine(t, v, r); err != nil {

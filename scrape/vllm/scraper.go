@@ -169,11 +169,11 @@ func (s *Scraper) Limits() Limits { return s.cfg.Limits }
 // response …") gives a record with status "error" and the reason. Times are
 // on the client clock: observed_at_ns when the request is sent,
 // completed_at_ns when the body has been read.
-func (s *Scraper) Scrape(ctx context.Context, marker, caseID, phase string) ScrapeRecord {
+func (s *Scraper) Scrape(ctx context.Context, marker, caseID, phase string) artifact.VLLMScrape {
 	start := s.cfg.Now()
-	rec := ScrapeRecord{
+	rec := artifact.VLLMScrape{
 		Header:           artifact.HeaderOf(artifact.KindVLLMScrape),
-		ObservationScope: ObservationScope,
+		ObservationScope: artifact.ScopeEngineAggregate,
 		SessionID:        s.cfg.SessionID,
 		RunID:            s.cfg.RunID,
 		ObservedAtNS:     start.UnixNano(),
@@ -181,7 +181,7 @@ func (s *Scraper) Scrape(ctx context.Context, marker, caseID, phase string) Scra
 		SourceURL:        s.sourceURL,
 		Marker:           marker,
 		IntervalMS:       max(s.cfg.Interval.Milliseconds(), 1),
-		Status:           StatusError,
+		Status:           artifact.ScrapeError,
 		ClockDomain:      s.cfg.ClockDomain,
 	}
 	if caseID != "" {
@@ -195,12 +195,12 @@ func (s *Scraper) Scrape(ctx context.Context, marker, caseID, phase string) Scra
 		rec.CompletedAtNS = artifact.Ptr(end.UnixNano())
 		rec.DurationMS = artifact.Ptr(float64(end.Sub(start).Nanoseconds()) / 1e6)
 	}
-	fail := func(format string, args ...any) ScrapeRecord {
+	fail := func(format string, args ...any) artifact.VLLMScrape {
 		finish()
 		rec.Error = artifact.Ptr(fmt.Sprintf(format, args...))
 		return rec
 	}
-	if !validMarker(marker) {
+	if !artifact.ValidScrapeMarker(marker) {
 		return fail("invalid marker %q", marker)
 	}
 	body, status, ctype, err := s.get(ctx)
@@ -222,7 +222,7 @@ func (s *Scraper) Scrape(ctx context.Context, marker, caseID, phase string) Scra
 	}
 	finish()
 	d := Discover(c)
-	rec.Status, rec.Scrape, rec.Discovery = StatusOK, c, &d
+	rec.Status, rec.Scrape, rec.Discovery = artifact.ScrapeOK, c, &d
 	return rec
 }
 

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/inferprobe/inferprobe/artifact"
 )
 
 // metricsServer serves body at /metrics and records the Authorization
@@ -62,8 +64,8 @@ func TestScrapeRecordsAnOKScrape(t *testing.T) {
 	i := 0
 	s := newScraper(t, Config{URL: srv.URL + "/metrics?token=secret", Endpoint: srv.URL + "/v1", Interval: 500 * time.Millisecond,
 		Now: func() time.Time { i++; return clock[min(i-1, 1)] }})
-	r := s.Scrape(context.Background(), MarkerPhaseStart, "case1", "measured")
-	if r.Status != StatusOK || r.Error != nil || r.Scrape == nil || r.Discovery == nil {
+	r := s.Scrape(context.Background(), artifact.ScrapeMarkerPhaseStart, "case1", "measured")
+	if r.Status != artifact.ScrapeOK || r.Error != nil || r.Scrape == nil || r.Discovery == nil {
 		t.Fatalf("record %+v", r)
 	}
 	if r.ObservedAtNS != 100e9 || r.TimestampNS != 100e9 || *r.CompletedAtNS != 100_250_000_000 || *r.DurationMS != 250 {
@@ -78,7 +80,7 @@ func TestScrapeRecordsAnOKScrape(t *testing.T) {
 	if *r.CaseID != "case1" || *r.Phase != "measured" || r.SessionID != "sess" || r.RunID != "run-1" || r.ClockDomain != "host/boot/unix_epoch_ns" {
 		t.Errorf("identity %+v", r)
 	}
-	if got := s.Scrape(context.Background(), MarkerManual, "", ""); got.CaseID != nil || got.Phase != nil {
+	if got := s.Scrape(context.Background(), artifact.ScrapeMarkerManual, "", ""); got.CaseID != nil || got.Phase != nil {
 		t.Errorf("manual scrape case/phase %v %v, want null", got.CaseID, got.Phase)
 	}
 	line := string(toJSON(t, r))
@@ -92,14 +94,14 @@ func TestAPIKeyOnlyToTheEndpointsOrigin(t *testing.T) {
 	same := newMetricsServer(t, textBody(preText))
 	other := newMetricsServer(t, textBody(preText))
 	s := newScraper(t, Config{URL: same.URL + "/metrics", Endpoint: same.URL + "/v1/chat/completions", APIKey: "sk-test"})
-	if r := s.Scrape(context.Background(), MarkerManual, "", ""); r.Status != StatusOK {
+	if r := s.Scrape(context.Background(), artifact.ScrapeMarkerManual, "", ""); r.Status != artifact.ScrapeOK {
 		t.Fatal(*r.Error)
 	}
 	if same.auth[0] != "Bearer sk-test" || !s.SendsAPIKey() || s.KeyWithheld() || *s.Authorization() != "bearer" {
 		t.Errorf("same origin: header %q", same.auth[0])
 	}
 	s = newScraper(t, Config{URL: other.URL + "/metrics", Endpoint: same.URL + "/v1/chat/completions", APIKey: "sk-test"})
-	s.Scrape(context.Background(), MarkerManual, "", "")
+	s.Scrape(context.Background(), artifact.ScrapeMarkerManual, "", "")
 	if other.auth[0] != "" || s.SendsAPIKey() || !s.KeyWithheld() || s.Authorization() != nil {
 		t.Errorf("other origin: header %q", other.auth[0])
 	}
@@ -127,8 +129,8 @@ func TestRedirectsAreNotFollowed(t *testing.T) {
 		http.Redirect(w, r, target.URL+"/metrics?key=x", http.StatusFound)
 	})
 	s := newScraper(t, Config{URL: redirect.URL + "/metrics"})
-	r := s.Scrape(context.Background(), MarkerManual, "", "")
-	if r.Status != StatusError || *r.HTTPStatus != 302 || r.Scrape != nil {
+	r := s.Scrape(context.Background(), artifact.ScrapeMarkerManual, "", "")
+	if r.Status != artifact.ScrapeError || *r.HTTPStatus != 302 || r.Scrape != nil {
 		t.Fatalf("record %+v", r)
 	}
 	if want := "HTTP 302: redirect to " + target.URL + "/metrics?<redacted> not followed"; *r.Error != want {
@@ -143,24 +145,24 @@ func TestFailedScrapes(t *testing.T) {
 	unavailable := newMetricsServer(t, func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Service Unavailable", http.StatusServiceUnavailable)
 	})
-	r := newScraper(t, Config{URL: unavailable.URL + "/metrics"}).Scrape(context.Background(), MarkerPhaseStart, "c", "measured")
-	if r.Status != StatusError || *r.Error != "HTTP 503" || *r.HTTPStatus != 503 || r.Scrape != nil || r.Discovery != nil || r.CompletedAtNS == nil {
+	r := newScraper(t, Config{URL: unavailable.URL + "/metrics"}).Scrape(context.Background(), artifact.ScrapeMarkerPhaseStart, "c", "measured")
+	if r.Status != artifact.ScrapeError || *r.Error != "HTTP 503" || *r.HTTPStatus != 503 || r.Scrape != nil || r.Discovery != nil || r.CompletedAtNS == nil {
 		t.Errorf("503: %+v", r)
 	}
 	html := newMetricsServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = w.Write([]byte("<!DOCTYPE html>\n<html><body>Please sign in</body></html>\n"))
 	})
-	r = newScraper(t, Config{URL: html.URL + "/metrics"}).Scrape(context.Background(), MarkerManual, "", "")
-	if r.Status != StatusError || !strings.HasPrefix(*r.Error, "unparseable response") || !strings.Contains(*r.Error, "text/html") || *r.HTTPStatus != 200 || r.Scrape != nil || r.ContentBytes == nil {
+	r = newScraper(t, Config{URL: html.URL + "/metrics"}).Scrape(context.Background(), artifact.ScrapeMarkerManual, "", "")
+	if r.Status != artifact.ScrapeError || !strings.HasPrefix(*r.Error, "unparseable response") || !strings.Contains(*r.Error, "text/html") || *r.HTTPStatus != 200 || r.Scrape != nil || r.ContentBytes == nil {
 		t.Errorf("html: %+v error %q", r, deref2(r.Error))
 	}
 	// A connection refused is a transport error without an HTTP status.
 	dead := httptest.NewServer(http.NotFoundHandler())
 	deadURL := dead.URL
 	dead.Close()
-	r = newScraper(t, Config{URL: deadURL + "/metrics"}).Scrape(context.Background(), MarkerManual, "", "")
-	if r.Status != StatusError || r.HTTPStatus != nil || !strings.HasPrefix(*r.Error, "request failed:") || strings.Contains(*r.Error, deadURL) {
+	r = newScraper(t, Config{URL: deadURL + "/metrics"}).Scrape(context.Background(), artifact.ScrapeMarkerManual, "", "")
+	if r.Status != artifact.ScrapeError || r.HTTPStatus != nil || !strings.HasPrefix(*r.Error, "request failed:") || strings.Contains(*r.Error, deadURL) {
 		t.Errorf("refused: %+v error %q", r, deref2(r.Error))
 	}
 	slow := newMetricsServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -169,17 +171,17 @@ func TestFailedScrapes(t *testing.T) {
 		case <-time.After(5 * time.Second):
 		}
 	})
-	r = newScraper(t, Config{URL: slow.URL + "/metrics", Timeout: 100 * time.Millisecond}).Scrape(context.Background(), MarkerManual, "", "")
-	if r.Status != StatusError || *r.Error != "timeout after 100ms" {
+	r = newScraper(t, Config{URL: slow.URL + "/metrics", Timeout: 100 * time.Millisecond}).Scrape(context.Background(), artifact.ScrapeMarkerManual, "", "")
+	if r.Status != artifact.ScrapeError || *r.Error != "timeout after 100ms" {
 		t.Errorf("slow: error %q", deref2(r.Error))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	r = newScraper(t, Config{URL: slow.URL + "/metrics"}).Scrape(ctx, MarkerManual, "", "")
+	r = newScraper(t, Config{URL: slow.URL + "/metrics"}).Scrape(ctx, artifact.ScrapeMarkerManual, "", "")
 	if *r.Error != "cancelled" {
 		t.Errorf("cancelled: error %q", deref2(r.Error))
 	}
-	if r := newScraper(t, Config{URL: slow.URL + "/metrics"}).Scrape(context.Background(), "later", "", ""); r.Status != StatusError || !strings.Contains(*r.Error, "invalid marker") {
+	if r := newScraper(t, Config{URL: slow.URL + "/metrics"}).Scrape(context.Background(), "later", "", ""); r.Status != artifact.ScrapeError || !strings.Contains(*r.Error, "invalid marker") {
 		t.Errorf("bad marker: %+v", r)
 	}
 }
@@ -195,8 +197,8 @@ func TestOversizedBodies(t *testing.T) {
 	big := strings.Repeat("# padding to make the body large\n", 400)
 	lim := Limits{MaxBodyBytes: 4096}
 	declared := newMetricsServer(t, textBody(big)) // net/http sets Content-Length
-	r := newScraper(t, Config{URL: declared.URL + "/metrics", Limits: lim}).Scrape(context.Background(), MarkerManual, "", "")
-	if r.Status != StatusError || !strings.HasPrefix(*r.Error, "oversized") || r.ContentBytes != nil {
+	r := newScraper(t, Config{URL: declared.URL + "/metrics", Limits: lim}).Scrape(context.Background(), artifact.ScrapeMarkerManual, "", "")
+	if r.Status != artifact.ScrapeError || !strings.HasPrefix(*r.Error, "oversized") || r.ContentBytes != nil {
 		t.Errorf("Content-Length over the limit: %+v %q", r, deref2(r.Error))
 	}
 	chunked := newMetricsServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -205,8 +207,8 @@ func TestOversizedBodies(t *testing.T) {
 			w.(http.Flusher).Flush()
 		}
 	})
-	r = newScraper(t, Config{URL: chunked.URL + "/metrics", Limits: lim}).Scrape(context.Background(), MarkerManual, "", "")
-	if r.Status != StatusError || !strings.HasPrefix(*r.Error, "oversized") {
+	r = newScraper(t, Config{URL: chunked.URL + "/metrics", Limits: lim}).Scrape(context.Background(), artifact.ScrapeMarkerManual, "", "")
+	if r.Status != artifact.ScrapeError || !strings.HasPrefix(*r.Error, "oversized") {
 		t.Errorf("chunked body over the limit: %q", deref2(r.Error))
 	}
 	// A small gzip body that inflates past the limit is refused as well.
@@ -218,8 +220,8 @@ func TestOversizedBodies(t *testing.T) {
 		w.Header().Set("Content-Encoding", "gzip")
 		_, _ = w.Write(zb.Bytes())
 	})
-	r = newScraper(t, Config{URL: bomb.URL + "/metrics", Limits: Limits{MaxBodyBytes: 64 << 10}}).Scrape(context.Background(), MarkerManual, "", "")
-	if r.Status != StatusError || !strings.HasPrefix(*r.Error, "oversized") {
+	r = newScraper(t, Config{URL: bomb.URL + "/metrics", Limits: Limits{MaxBodyBytes: 64 << 10}}).Scrape(context.Background(), artifact.ScrapeMarkerManual, "", "")
+	if r.Status != artifact.ScrapeError || !strings.HasPrefix(*r.Error, "oversized") {
 		t.Errorf("gzip bomb: %q", deref2(r.Error))
 	}
 	var series strings.Builder
@@ -227,13 +229,13 @@ func TestOversizedBodies(t *testing.T) {
 		series.WriteString("vllm:x{i=\"" + string(rune('a'+i%26)) + string(rune('a'+i/26)) + "\"} 1\n")
 	}
 	many := newMetricsServer(t, textBody(series.String()))
-	r = newScraper(t, Config{URL: many.URL + "/metrics", Limits: Limits{MaxSeries: 20}}).Scrape(context.Background(), MarkerManual, "", "")
-	if r.Status != StatusError || *r.Error != "oversized: more than 20 series" {
+	r = newScraper(t, Config{URL: many.URL + "/metrics", Limits: Limits{MaxSeries: 20}}).Scrape(context.Background(), artifact.ScrapeMarkerManual, "", "")
+	if r.Status != artifact.ScrapeError || *r.Error != "oversized: more than 20 series" {
 		t.Errorf("too many series: %q", deref2(r.Error))
 	}
 	long := newMetricsServer(t, textBody("a{l=\""+strings.Repeat("x", 200)+"\"} 1\n"))
-	r = newScraper(t, Config{URL: long.URL + "/metrics", Limits: Limits{MaxLineChars: 100}}).Scrape(context.Background(), MarkerManual, "", "")
-	if r.Status != StatusError || *r.Error != "oversized: line 1 has more than 100 characters" {
+	r = newScraper(t, Config{URL: long.URL + "/metrics", Limits: Limits{MaxLineChars: 100}}).Scrape(context.Background(), artifact.ScrapeMarkerManual, "", "")
+	if r.Status != artifact.ScrapeError || *r.Error != "oversized: line 1 has more than 100 characters" {
 		t.Errorf("long line: %q", deref2(r.Error))
 	}
 }
@@ -248,8 +250,8 @@ func TestGzipBody(t *testing.T) {
 		w.Header().Set("Content-Encoding", "gzip")
 		_, _ = w.Write(zb.Bytes())
 	})
-	r := newScraper(t, Config{URL: srv.URL + "/metrics"}).Scrape(context.Background(), MarkerManual, "", "")
-	if r.Status != StatusOK || *r.ContentBytes != int64(len(preText)) {
+	r := newScraper(t, Config{URL: srv.URL + "/metrics"}).Scrape(context.Background(), artifact.ScrapeMarkerManual, "", "")
+	if r.Status != artifact.ScrapeOK || *r.ContentBytes != int64(len(preText)) {
 		t.Errorf("gzip: %+v", r)
 	}
 }

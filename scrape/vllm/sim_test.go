@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/sim"
 )
 
@@ -133,19 +134,19 @@ func TestSimRequestSuccessDeltaEqualsRequests(t *testing.T) {
 func TestSimRestartIsAnEngineRestart(t *testing.T) {
 	srv := fastSim(t, func(c *sim.Config) { c.Faults.RestartAt = 300 * time.Millisecond })
 	s := newScraper(t, Config{URL: srv.URL() + "/metrics"})
-	start := s.Scrape(context.Background(), MarkerPhaseStart, "c1", MeasuredPhase)
-	if start.Status != StatusOK {
+	start := s.Scrape(context.Background(), artifact.ScrapeMarkerPhaseStart, "c1", MeasuredPhase)
+	if start.Status != artifact.ScrapeOK {
 		t.Fatal(*start.Error)
 	}
-	var end ScrapeRecord
+	var end artifact.VLLMScrape
 	waitFor(t, "the simulated restart", func() bool {
-		end = s.Scrape(context.Background(), MarkerPhaseEnd, "c1", MeasuredPhase)
+		end = s.Scrape(context.Background(), artifact.ScrapeMarkerPhaseEnd, "c1", MeasuredPhase)
 		return end.OK() && *end.Discovery.ProcessStartNS != *start.Discovery.ProcessStartNS
 	})
 	if end.ObservedAtNS <= start.ObservedAtNS {
 		t.Fatalf("end observed at %d, start at %d", end.ObservedAtNS, start.ObservedAtNS)
 	}
-	scrapes := []ScrapeRecord{start, end}
+	scrapes := []artifact.VLLMScrape{start, end}
 	b := CaseTelemetry(scrapes, "c1")
 	if b.State != StateUnresolved || b.Reasons[0] != ReasonEngineRestart {
 		t.Fatalf("case %s %v, want engine_restart", b.State, b.Reasons)
@@ -163,10 +164,10 @@ func TestSimTwoEnginesTwoBlocks(t *testing.T) {
 	const n = 8
 	srv := fastSim(t, func(c *sim.Config) { c.Engines = 2 })
 	s := newScraper(t, Config{URL: srv.URL() + "/metrics"})
-	start := s.Scrape(context.Background(), MarkerPhaseStart, "c1", MeasuredPhase)
+	start := s.Scrape(context.Background(), artifact.ScrapeMarkerPhaseStart, "c1", MeasuredPhase)
 	chat(t, srv.URL(), n, 8)
-	end := s.Scrape(context.Background(), MarkerPhaseEnd, "c1", MeasuredPhase)
-	b := CaseTelemetry([]ScrapeRecord{start, end}, "c1")
+	end := s.Scrape(context.Background(), artifact.ScrapeMarkerPhaseEnd, "c1", MeasuredPhase)
+	b := CaseTelemetry([]artifact.VLLMScrape{start, end}, "c1")
 	if b.State != StateResolved || len(b.Engines) != 2 || b.Engines["0"] == nil || b.Engines["1"] == nil {
 		t.Fatalf("state %s engines %v", b.State, keysOf(b.Engines))
 	}
@@ -182,7 +183,7 @@ func TestSimTwoEnginesTwoBlocks(t *testing.T) {
 	if total != n {
 		t.Errorf("engines' request_success deltas add to %v, want %d (each reported on its own)", total, n)
 	}
-	text := renderText(t, Telemetry([]ScrapeRecord{start, end}, []string{"c1"}, nil))
+	text := renderText(t, Telemetry([]artifact.VLLMScrape{start, end}, []string{"c1"}, nil))
 	if !strings.Contains(text, "engine label(s) 0, 1;") || !strings.Contains(text, "  vllm engine 0: ") || !strings.Contains(text, "  vllm engine 1: ") {
 		t.Errorf("text:\n%s", text)
 	}
@@ -190,13 +191,13 @@ func TestSimTwoEnginesTwoBlocks(t *testing.T) {
 
 func TestSimMetricsFaults(t *testing.T) {
 	srv := fastSim(t, func(c *sim.Config) { c.Faults.Metrics503 = 1 })
-	r := newScraper(t, Config{URL: srv.URL() + "/metrics"}).Scrape(context.Background(), MarkerPhaseStart, "c1", MeasuredPhase)
-	if r.Status != StatusError || *r.Error != "HTTP 503" || *r.HTTPStatus != 503 || r.Scrape != nil {
+	r := newScraper(t, Config{URL: srv.URL() + "/metrics"}).Scrape(context.Background(), artifact.ScrapeMarkerPhaseStart, "c1", MeasuredPhase)
+	if r.Status != artifact.ScrapeError || *r.Error != "HTTP 503" || *r.HTTPStatus != 503 || r.Scrape != nil {
 		t.Errorf("503 fault: %+v", r)
 	}
 	srv = fastSim(t, func(c *sim.Config) { c.Faults.MetricsHTML = 1 })
-	r = newScraper(t, Config{URL: srv.URL() + "/metrics"}).Scrape(context.Background(), MarkerPhaseStart, "c1", MeasuredPhase)
-	if r.Status != StatusError || !strings.HasPrefix(*r.Error, "unparseable response") || *r.HTTPStatus != 200 || r.Scrape != nil {
+	r = newScraper(t, Config{URL: srv.URL() + "/metrics"}).Scrape(context.Background(), artifact.ScrapeMarkerPhaseStart, "c1", MeasuredPhase)
+	if r.Status != artifact.ScrapeError || !strings.HasPrefix(*r.Error, "unparseable response") || *r.HTTPStatus != 200 || r.Scrape != nil {
 		t.Errorf("HTML fault: %+v %q", r, deref2(r.Error))
 	}
 }

@@ -1,4 +1,4 @@
-package receiver
+package join
 
 import (
 	"reflect"
@@ -69,4 +69,25 @@ func TestCandidateRequestIDsContainTheSentID(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzCandidateRequestIDs: candidates are non-empty, distinct, substrings
+// of the id.
+func FuzzCandidateRequestIDs(f *testing.F) {
+	for _, s := range []string{"chatcmpl-abc", "cmpl-q05-warmup-r0000-0", "1_chatcmpl-x_2", "cmpl-a-0-deadbeef", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		c := CandidateRequestIDs(id)
+		seen := map[string]bool{}
+		for _, s := range c {
+			if s == "" || seen[s] || !strings.Contains(id, s) {
+				t.Fatalf("candidates %q of %q", c, id)
+			}
+			seen[s] = true
+		}
+		if r := RecoverRequestID(id); r != nil && (len(c) == 0 || *r != c[0]) {
+			t.Fatalf("recovered %q, candidates %q", *r, c)
+		}
+	})
 }

@@ -1,38 +1,32 @@
-package receiver
+package artifact
 
 import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"unicode/utf8"
-
-	"github.com/inferprobe/inferprobe/artifact"
-
-	"github.com/inferprobe/inferprobe/receiver/spanattr"
 )
 
-// Source values of SpanRecord.Source: how the span reached inferprobe. The
+// Source values of VLLMSpan.Source: how the span reached inferprobe. The
 // first three are the contract's (stormlog.md §2.5 infer.vllm_span);
 // otlp_grpc_receiver is an inferprobe addition (vLLM exports over gRPC by
 // default).
 const (
-	SourceHTTP     = "otlp_http_receiver"
-	SourceGRPC     = "otlp_grpc_receiver"
-	SourceOTLPFile = "otlp_json_file"
-	SourceJSONL    = "jsonl_file"
+	SpanSourceHTTP     = "otlp_http_receiver"
+	SpanSourceGRPC     = "otlp_grpc_receiver"
+	SpanSourceOTLPFile = "otlp_json_file"
+	SpanSourceJSONL    = "jsonl_file"
 )
 
-// maxValueDepth bounds the nesting of array and map attribute values. A
+// MaxSpanValueDepth bounds the nesting of array and map attribute values. A
 // received span nested deeper is rejected (OTLP partial success); a file
 // line is an error.
-const maxValueDepth = 64
+const MaxSpanValueDepth = 64
 
 // SpanStatus is an OTLP span status: Code is "UNSET", "OK" or "ERROR" (the
 // OTLP StatusCode names; an unknown code is its decimal number).
@@ -41,7 +35,7 @@ type SpanStatus struct {
 	Message string `json:"message"`
 }
 
-// SpanRecord is one infer.vllm_span v1 line (stormlog.md §2.5,
+// VLLMSpan is one infer.vllm_span v1 line (stormlog.md §2.5,
 // inference_vllm_v1.schema.json "span"): one span as the server exported
 // it, with its attributes under their native names.
 //
@@ -59,10 +53,10 @@ type SpanStatus struct {
 // one export, the Resource and Scope maps, and the Status and Dropped values
 // of the common all-default case: treat the maps and pointed-to values as
 // read-only (copy before changing).
-type SpanRecord struct {
+type VLLMSpan struct {
 	SessionID string
 	RunID     string
-	// Source is SourceHTTP, SourceGRPC, SourceOTLPFile or SourceJSONL.
+	// Source is SpanSourceHTTP, SpanSourceGRPC, SpanSourceOTLPFile or SpanSourceJSONL.
 	Source string
 	// Name is the span name ("llm_request" for vLLM's request spans).
 	Name string
@@ -106,16 +100,20 @@ type SpanRecord struct {
 	RequestID *string
 }
 
-// RecordKind returns artifact.KindVLLMSpan, so artifact.Writer.Write writes a
-// SpanRecord as an infer.vllm_span v1 line.
-func (SpanRecord) RecordKind() artifact.Kind { return artifact.KindVLLMSpan }
+// RecordKind returns KindVLLMSpan, so Writer.Write writes a
+// VLLMSpan as an infer.vllm_span v1 line.
+func (VLLMSpan) RecordKind() Kind { return KindVLLMSpan }
+
+// MarshalJSON's output is one compact, valid line already (MarshalLine
+// uses it as it is).
+func (VLLMSpan) selfEncoding() {}
 
 // IsRequestSpan reports whether the span is vLLM's per-request span (named
 // "llm_request"), the only kind the join attaches to a request.
-func (r *SpanRecord) IsRequestSpan() bool { return r.Name == spanattr.RequestSpanName }
+func (r *VLLMSpan) IsRequestSpan() bool { return r.Name == RequestSpanName }
 
 // String returns the string attribute key.
-func (r *SpanRecord) String(key string) (string, bool) {
+func (r *VLLMSpan) String(key string) (string, bool) {
 	s, ok := r.Attributes[key].(string)
 	return s, ok
 }
@@ -123,7 +121,7 @@ func (r *SpanRecord) String(key string) (string, bool) {
 // Int returns the integer attribute key: an int64, or a json.Number or
 // float64 holding an integer within the int64 range (a double attribute
 // that happens to be integral counts too).
-func (r *SpanRecord) Int(key string) (int64, bool) {
+func (r *VLLMSpan) Int(key string) (int64, bool) {
 	switch v := r.Attributes[key].(type) {
 	case int64:
 		return v, true
@@ -141,7 +139,7 @@ func (r *SpanRecord) Int(key string) (int64, bool) {
 // Float returns the numeric attribute key as a float64 (an int64 is
 // converted; the strings "NaN", "+Inf", "-Inf" read as those values). Use it
 // for the gen_ai.latency.* attributes (seconds).
-func (r *SpanRecord) Float(key string) (float64, bool) {
+func (r *VLLMSpan) Float(key string) (float64, bool) {
 	switch v := r.Attributes[key].(type) {
 	case float64:
 		return v, true
@@ -152,11 +150,11 @@ func (r *SpanRecord) Float(key string) (float64, bool) {
 		return f, err == nil
 	case string:
 		switch v {
-		case artifact.NaNString:
+		case NaNString:
 			return math.NaN(), true
-		case artifact.PosInfString:
+		case PosInfString:
 			return math.Inf(1), true
-		case artifact.NegInfString:
+		case NegInfString:
 			return math.Inf(-1), true
 		}
 	}
@@ -164,7 +162,7 @@ func (r *SpanRecord) Float(key string) (float64, bool) {
 }
 
 // DurationNS returns EndUnixNS − StartUnixNS when both are known.
-func (r *SpanRecord) DurationNS() (int64, bool) {
+func (r *VLLMSpan) DurationNS() (int64, bool) {
 	if r.StartUnixNS == nil || r.EndUnixNS == nil {
 		return 0, false
 	}
@@ -177,10 +175,10 @@ func (r *SpanRecord) DurationNS() (int64, bool) {
 // decimal point or exponent (1.0, never 1), so integer and double
 // attributes keep their types through a write/read round trip. Map keys
 // are sorted. Nil maps are written as {}.
-func (r SpanRecord) MarshalJSON() ([]byte, error) {
+func (r VLLMSpan) MarshalJSON() ([]byte, error) {
 	b := make([]byte, 0, 1024)
-	b = append(b, `{"event_type":"`+artifact.EventVLLMSpan+`","schema_version":`...)
-	b = strconv.AppendInt(b, artifact.VLLMSpanSchemaVersion, 10)
+	b = append(b, `{"event_type":"`+EventVLLMSpan+`","schema_version":`...)
+	b = strconv.AppendInt(b, VLLMSpanSchemaVersion, 10)
 	b = append(b, `,"session_id":`...)
 	b = appendString(b, r.SessionID)
 	b = append(b, `,"run_id":`...)
@@ -206,7 +204,7 @@ func (r SpanRecord) MarshalJSON() ([]byte, error) {
 
 // appendContent writes the span's own fields (what the exporter sent), from
 // ",\"trace_id\"" to the dropped counts: the part that ContentDigest hashes.
-func (r *SpanRecord) appendContent(b []byte) ([]byte, error) {
+func (r *VLLMSpan) appendContent(b []byte) ([]byte, error) {
 	var err error
 	b = append(b, `,"trace_id":`...)
 	b = appendStringPtr(b, r.TraceID)
@@ -222,15 +220,15 @@ func (r *SpanRecord) appendContent(b []byte) ([]byte, error) {
 	b = appendIntPtr(b, r.EndUnixNS)
 	b = append(b, `,"attributes":`...)
 	if b, err = appendMap(b, r.Attributes, 0); err != nil {
-		return nil, fmt.Errorf("receiver: span %q attributes: %w", r.Name, err)
+		return nil, fmt.Errorf("artifact: span %q attributes: %w", r.Name, err)
 	}
 	b = append(b, `,"resource":`...)
 	if b, err = appendMap(b, r.Resource, 0); err != nil {
-		return nil, fmt.Errorf("receiver: span %q resource: %w", r.Name, err)
+		return nil, fmt.Errorf("artifact: span %q resource: %w", r.Name, err)
 	}
 	b = append(b, `,"scope":`...)
 	if b, err = appendMap(b, r.Scope, 0); err != nil {
-		return nil, fmt.Errorf("receiver: span %q scope: %w", r.Name, err)
+		return nil, fmt.Errorf("artifact: span %q scope: %w", r.Name, err)
 	}
 	b = append(b, `,"status":`...)
 	if r.Status == nil {
@@ -268,7 +266,7 @@ func (r *SpanRecord) appendContent(b []byte) ([]byte, error) {
 // and the same trace_id+span_id with a different digest is a conflicting
 // span (stormlog.md §4.4). An int64 attribute and a double attribute of the
 // same value differ. Returns "" only for a value MarshalJSON also refuses.
-func (r *SpanRecord) ContentDigest() string {
+func (r *VLLMSpan) ContentDigest() string {
 	b := make([]byte, 0, 1024)
 	b = append(b, `{"name":`...)
 	b = appendString(b, r.Name)
@@ -353,11 +351,11 @@ func appendString(b []byte, s string) []byte {
 func appendFloat(b []byte, f float64) []byte {
 	switch {
 	case math.IsNaN(f):
-		return append(b, `"`+artifact.NaNString+`"`...)
+		return append(b, `"`+NaNString+`"`...)
 	case math.IsInf(f, 1):
-		return append(b, `"`+artifact.PosInfString+`"`...)
+		return append(b, `"`+PosInfString+`"`...)
 	case math.IsInf(f, -1):
-		return append(b, `"`+artifact.NegInfString+`"`...)
+		return append(b, `"`+NegInfString+`"`...)
 	}
 	abs := math.Abs(f)
 	format := byte('f')
@@ -381,10 +379,10 @@ func appendFloat(b []byte, f float64) []byte {
 	return b
 }
 
-// appendValue writes one JSON-shaped value (see SpanRecord).
+// appendValue writes one JSON-shaped value (see VLLMSpan).
 func appendValue(b []byte, v any, depth int) ([]byte, error) {
-	if depth > maxValueDepth {
-		return nil, fmt.Errorf("value nested deeper than %d levels", maxValueDepth)
+	if depth > MaxSpanValueDepth {
+		return nil, fmt.Errorf("value nested deeper than %d levels", MaxSpanValueDepth)
 	}
 	switch x := v.(type) {
 	case nil:
@@ -436,8 +434,8 @@ func appendValue(b []byte, v any, depth int) ([]byte, error) {
 }
 
 func appendMap(b []byte, m map[string]any, depth int) ([]byte, error) {
-	if depth > maxValueDepth {
-		return nil, fmt.Errorf("value nested deeper than %d levels", maxValueDepth)
+	if depth > MaxSpanValueDepth {
+		return nil, fmt.Errorf("value nested deeper than %d levels", MaxSpanValueDepth)
 	}
 	b = append(b, '{')
 	switch len(m) {
@@ -515,338 +513,4 @@ func isJSONNumber(s string) bool {
 		}
 	}
 	return i == len(s)
-}
-
-// ErrNotSpanRecord is wrapped by DecodeSpanRecord's error for a line that
-// is not an infer.vllm_span v1 record (another event_type or version).
-var ErrNotSpanRecord = errors.New("not an infer.vllm_span v1 record")
-
-// wireSpan is the JSON shape read by DecodeSpanRecord and the file reader.
-type wireSpan struct {
-	EventType     *string         `json:"event_type"`
-	SchemaVersion json.RawMessage `json:"schema_version"`
-	SessionID     string          `json:"session_id"`
-	RunID         string          `json:"run_id"`
-	Source        string          `json:"source"`
-	Name          *string         `json:"name"`
-	ClockDomain   string          `json:"clock_domain"`
-	ReceivedAtNS  json.RawMessage `json:"received_at_ns"`
-	TimestampNS   json.RawMessage `json:"timestamp_ns"`
-	TraceID       *string         `json:"trace_id"`
-	SpanID        *string         `json:"span_id"`
-	ParentSpanID  *string         `json:"parent_span_id"`
-	Kind          *string         `json:"kind"`
-	StartUnixNS   json.RawMessage `json:"start_unix_ns"`
-	EndUnixNS     json.RawMessage `json:"end_unix_ns"`
-	Attributes    json.RawMessage `json:"attributes"`
-	Resource      json.RawMessage `json:"resource"`
-	Scope         json.RawMessage `json:"scope"`
-	Status        json.RawMessage `json:"status"`
-	Dropped       json.RawMessage `json:"dropped"`
-	RequestID     *string         `json:"request_id"`
-}
-
-// DecodeSpanRecord decodes one infer.vllm_span v1 line (as MarshalJSON
-// writes it; for instance artifact.Raw.JSON from the artifact reader).
-// Integers are read exactly: the *_ns fields must be JSON integers (or
-// decimal strings) — 1.5e18 is an error, never a rounded value; integer
-// attribute values become int64 (json.Number beyond the int64 range),
-// numbers with a fraction or exponent float64. The ids must be hex of the
-// OTLP lengths (normalised to lowercase); end_unix_ns must not precede
-// start_unix_ns; name must be non-empty. A line of another event_type or
-// version gives an error wrapping ErrNotSpanRecord. Unknown fields are
-// ignored.
-func DecodeSpanRecord(line []byte) (SpanRecord, error) {
-	var w wireSpan
-	if err := strictUnmarshal(line, &w); err != nil {
-		return SpanRecord{}, fmt.Errorf("receiver: infer.vllm_span: %w", err)
-	}
-	if w.EventType == nil || *w.EventType != artifact.EventVLLMSpan || string(w.SchemaVersion) != "1" {
-		et := "(none)"
-		if w.EventType != nil {
-			et = *w.EventType
-		}
-		return SpanRecord{}, fmt.Errorf("receiver: %w (event_type %q, schema_version %s)", ErrNotSpanRecord, et, truncate(string(w.SchemaVersion), 20))
-	}
-	rec, err := w.record(false)
-	if err != nil {
-		return SpanRecord{}, fmt.Errorf("receiver: infer.vllm_span: %w", err)
-	}
-	return rec, nil
-}
-
-// record builds a SpanRecord from a decoded line. derive recomputes
-// RequestID from the attributes when the line has none.
-func (w *wireSpan) record(derive bool) (SpanRecord, error) {
-	if w.Name == nil || *w.Name == "" {
-		return SpanRecord{}, errors.New("span without a name")
-	}
-	rec := SpanRecord{
-		SessionID: w.SessionID, RunID: w.RunID, Source: w.Source, Name: *w.Name,
-		ClockDomain: w.ClockDomain, Kind: nonEmpty(w.Kind), RequestID: nonEmpty(w.RequestID),
-	}
-	var err error
-	for _, f := range []struct {
-		name string
-		raw  json.RawMessage
-		dst  **int64
-	}{
-		{"received_at_ns", w.ReceivedAtNS, &rec.ReceivedAtNS},
-		{"timestamp_ns", w.TimestampNS, &rec.TimestampNS},
-		{"start_unix_ns", w.StartUnixNS, &rec.StartUnixNS},
-		{"end_unix_ns", w.EndUnixNS, &rec.EndUnixNS},
-	} {
-		if *f.dst, err = exactInt(f.raw); err != nil {
-			return SpanRecord{}, fmt.Errorf("%s: %w", f.name, err)
-		}
-	}
-	if rec.StartUnixNS != nil && rec.EndUnixNS != nil && *rec.EndUnixNS < *rec.StartUnixNS {
-		return SpanRecord{}, fmt.Errorf("end_unix_ns %d precedes start_unix_ns %d", *rec.EndUnixNS, *rec.StartUnixNS)
-	}
-	for _, f := range []struct {
-		name string
-		v    *string
-		n    int
-		dst  **string
-	}{
-		{"trace_id", w.TraceID, 16, &rec.TraceID},
-		{"span_id", w.SpanID, 8, &rec.SpanID},
-		{"parent_span_id", w.ParentSpanID, 8, &rec.ParentSpanID},
-	} {
-		if *f.dst, err = hexID(f.v, f.n); err != nil {
-			return SpanRecord{}, fmt.Errorf("%s: %w", f.name, err)
-		}
-	}
-	for _, f := range []struct {
-		name string
-		raw  json.RawMessage
-		dst  *map[string]any
-	}{
-		{"attributes", w.Attributes, &rec.Attributes},
-		{"resource", w.Resource, &rec.Resource},
-		{"scope", w.Scope, &rec.Scope},
-	} {
-		if *f.dst, err = jsonObject(f.raw); err != nil {
-			return SpanRecord{}, fmt.Errorf("%s: %w", f.name, err)
-		}
-	}
-	if len(w.Status) > 0 && string(w.Status) != "null" {
-		var st struct {
-			Code    json.RawMessage `json:"code"`
-			Message string          `json:"message"`
-		}
-		if err := json.Unmarshal(w.Status, &st); err != nil {
-			return SpanRecord{}, fmt.Errorf("status: %w", err)
-		}
-		code, err := statusCodeName(st.Code)
-		if err != nil {
-			return SpanRecord{}, fmt.Errorf("status code: %w", err)
-		}
-		rec.Status = &SpanStatus{Code: code, Message: st.Message}
-	}
-	if len(w.Dropped) > 0 && string(w.Dropped) != "null" {
-		var raw map[string]json.RawMessage
-		if err := json.Unmarshal(w.Dropped, &raw); err != nil {
-			return SpanRecord{}, fmt.Errorf("dropped: %w", err)
-		}
-		rec.Dropped = make(map[string]int64, len(raw))
-		for k, v := range raw {
-			n, err := exactInt(v)
-			if err != nil || n == nil || *n < 0 {
-				return SpanRecord{}, fmt.Errorf("dropped %q: want a non-negative integer, got %s", k, truncate(string(v), 40))
-			}
-			rec.Dropped[k] = *n
-		}
-	}
-	if rec.TimestampNS == nil && rec.StartUnixNS != nil {
-		rec.TimestampNS = ptr(*rec.StartUnixNS)
-	}
-	if derive && rec.RequestID == nil {
-		if id, ok := rec.Attributes[spanattr.AttrRequestID].(string); ok {
-			rec.RequestID = RecoverRequestID(id)
-		}
-	}
-	return rec, nil
-}
-
-// strictUnmarshal decodes one JSON value into v and refuses trailing data.
-func strictUnmarshal(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("trailing data after the JSON value")
-	}
-	if _, err := dec.Token(); err == nil {
-		return errors.New("trailing data after the JSON value")
-	}
-	return nil
-}
-
-// exactInt reads a JSON integer (or a string of decimal digits, the
-// protobuf-JSON spelling of 64-bit integers) exactly; null or absent is nil.
-func exactInt(raw json.RawMessage) (*int64, error) {
-	s := string(bytes.TrimSpace(raw))
-	if s == "" || s == "null" {
-		return nil, nil
-	}
-	if s[0] == '"' {
-		var str string
-		if err := json.Unmarshal(raw, &str); err != nil {
-			return nil, err
-		}
-		s = str
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return nil, fmt.Errorf("want an integer, got %s", truncate(string(raw), 40))
-	}
-	return &n, nil
-}
-
-// hexID validates an id of n bytes spelled as 2n hex digits; "" and null
-// are nil. An all-zero id is kept (it is what the exporter sent).
-func hexID(v *string, n int) (*string, error) {
-	if v == nil || *v == "" {
-		return nil, nil
-	}
-	s := *v
-	if len(s) != 2*n {
-		return nil, fmt.Errorf("want %d hex digits, got %d characters %q", 2*n, len(s), truncate(s, 48))
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-			return nil, fmt.Errorf("not hex: %q", truncate(s, 48))
-		}
-	}
-	s = strings.ToLower(s)
-	return &s, nil
-}
-
-// jsonObject decodes a JSON object with exact numbers (see normalizeValue);
-// null or absent is nil.
-func jsonObject(raw json.RawMessage) (map[string]any, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	if raw[0] != '{' {
-		return nil, fmt.Errorf("want an object, got %s", truncate(string(raw), 40))
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var m map[string]any
-	if err := dec.Decode(&m); err != nil {
-		return nil, err
-	}
-	for k, v := range m {
-		nv, err := normalizeValue(v, 1)
-		if err != nil {
-			return nil, fmt.Errorf("%q: %w", k, err)
-		}
-		m[k] = nv
-	}
-	return m, nil
-}
-
-// normalizeValue turns json.Number into int64 (an integer literal within
-// range), float64 (a literal with fraction or exponent) or keeps it
-// (an integer beyond int64), recursively.
-func normalizeValue(v any, depth int) (any, error) {
-	if depth > maxValueDepth {
-		return nil, fmt.Errorf("value nested deeper than %d levels", maxValueDepth)
-	}
-	switch x := v.(type) {
-	case json.Number:
-		s := string(x)
-		if !strings.ContainsAny(s, ".eE") {
-			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-				return n, nil
-			}
-			return x, nil
-		}
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return nil, fmt.Errorf("number %s out of range", truncate(s, 40))
-		}
-		return f, nil
-	case []any:
-		for i, e := range x {
-			ne, err := normalizeValue(e, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			x[i] = ne
-		}
-		return x, nil
-	case map[string]any:
-		for k, e := range x {
-			ne, err := normalizeValue(e, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			x[k] = ne
-		}
-		return x, nil
-	}
-	return v, nil
-}
-
-// statusCodeName reads a status code spelled as a name or an OTLP enum number.
-func statusCodeName(raw json.RawMessage) (string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return "UNSET", nil
-	}
-	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", err
-		}
-		switch strings.ToUpper(strings.TrimPrefix(s, "STATUS_CODE_")) {
-		case "UNSET":
-			return "UNSET", nil
-		case "OK":
-			return "OK", nil
-		case "ERROR":
-			return "ERROR", nil
-		}
-		if s == "" {
-			return "", errors.New("empty status code")
-		}
-		return s, nil
-	}
-	n, err := exactInt(raw)
-	if err != nil || n == nil {
-		return "", fmt.Errorf("want a name or an integer, got %s", truncate(string(raw), 40))
-	}
-	return statusName(*n), nil
-}
-
-func statusName(code int64) string {
-	switch code {
-	case 0:
-		return "UNSET"
-	case 1:
-		return "OK"
-	case 2:
-		return "ERROR"
-	}
-	return strconv.FormatInt(code, 10)
-}
-
-func nonEmpty(s *string) *string {
-	if s == nil || *s == "" {
-		return nil
-	}
-	return s
-}
-
-func ptr[T any](v T) *T { return &v }
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

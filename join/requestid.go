@@ -1,4 +1,4 @@
-package receiver
+package join
 
 // maxRequestIDLen bounds the gen_ai.request.id values CandidateRequestIDs
 // works on; longer values give no candidates.

@@ -1,4 +1,4 @@
-package receiver
+package artifact
 
 import (
 	"bytes"
@@ -11,55 +11,51 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/inferprobe/inferprobe/artifact"
-
-	"github.com/inferprobe/inferprobe/receiver/spanattr"
 )
 
-func sampleRecord() SpanRecord {
-	return SpanRecord{
+func sampleRecord() VLLMSpan {
+	return VLLMSpan{
 		SessionID:    "sess-1",
 		RunID:        "run-1",
-		Source:       SourceHTTP,
-		Name:         spanattr.RequestSpanName,
+		Source:       SpanSourceHTTP,
+		Name:         RequestSpanName,
 		ClockDomain:  "127.0.0.1/unix_epoch_ns",
-		ReceivedAtNS: ptr(baseNS + 5_000_000_001),
-		TimestampNS:  ptr(baseNS),
-		TraceID:      ptr("0af7651916cd43dd8448eb211c80319c"),
-		SpanID:       ptr("b7ad6b7169203331"),
-		ParentSpanID: ptr("00f067aa0ba902b7"),
-		Kind:         ptr("SERVER"),
-		StartUnixNS:  ptr(baseNS),
-		EndUnixNS:    ptr(baseNS + 489_659_671),
+		ReceivedAtNS: Ptr(baseNS + 5_000_000_001),
+		TimestampNS:  Ptr(baseNS),
+		TraceID:      Ptr("0af7651916cd43dd8448eb211c80319c"),
+		SpanID:       Ptr("b7ad6b7169203331"),
+		ParentSpanID: Ptr("00f067aa0ba902b7"),
+		Kind:         Ptr("SERVER"),
+		StartUnixNS:  Ptr(baseNS),
+		EndUnixNS:    Ptr(baseNS + 489_659_671),
 		Attributes: map[string]any{
-			spanattr.AttrRequestID:    "chatcmpl-inferprobe-run-1-c1_measured_0_0",
-			spanattr.AttrPromptTokens: int64(512),
-			spanattr.AttrTopP:         1.0,
-			spanattr.AttrE2E:          0.48922157287597656,
-			spanattr.AttrTimeInQueue:  3.4356489777565e-05,
-			"big":                     int64(math.MaxInt64),
-			"small":                   int64(math.MinInt64),
-			"tiny":                    1e-7,
-			"huge":                    1e21,
-			"nan":                     "NaN",
-			"flag":                    true,
-			"nothing":                 nil,
-			"list":                    []any{int64(1), 2.5, "x", []any{}},
-			"kv":                      map[string]any{"a": int64(1), "b": map[string]any{"c": "d"}},
-			"text\n\"quoted\"\t":      "line\u2028sep <html> \x01",
+			AttrRequestID:        "chatcmpl-inferprobe-run-1-c1_measured_0_0",
+			AttrPromptTokens:     int64(512),
+			AttrTopP:             1.0,
+			AttrE2E:              0.48922157287597656,
+			AttrTimeInQueue:      3.4356489777565e-05,
+			"big":                int64(math.MaxInt64),
+			"small":              int64(math.MinInt64),
+			"tiny":               1e-7,
+			"huge":               1e21,
+			"nan":                "NaN",
+			"flag":               true,
+			"nothing":            nil,
+			"list":               []any{int64(1), 2.5, "x", []any{}},
+			"kv":                 map[string]any{"a": int64(1), "b": map[string]any{"c": "d"}},
+			"text\n\"quoted\"\t": "line\u2028sep <html> \x01",
 		},
 		Resource:  map[string]any{"service.name": "vllm-server", "vllm.process_id": int64(4242)},
 		Scope:     map[string]any{"name": "vllm.llm_engine"},
 		Status:    &SpanStatus{Code: "UNSET", Message: ""},
 		Dropped:   map[string]int64{"attributes": 0, "events": 0, "links": 2},
-		RequestID: ptr("inferprobe-run-1-c1_measured_0_0"),
+		RequestID: Ptr("inferprobe-run-1-c1_measured_0_0"),
 	}
 }
 
 func TestSpanRecordMarshalRoundTrip(t *testing.T) {
 	rec := sampleRecord()
-	line, err := artifact.MarshalLine(rec)
+	line, err := MarshalLine(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +78,7 @@ func TestSpanRecordMarshalRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(line, &generic); err != nil {
 		t.Fatalf("not valid JSON: %v", err)
 	}
-	got, err := DecodeSpanRecord(line)
+	got, err := DecodeVLLMSpan(line)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,14 +92,14 @@ func TestSpanRecordMarshalRoundTrip(t *testing.T) {
 
 func TestSpanRecordThroughArtifactWriterAndReader(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "a.jsonl")
-	w, err := artifact.NewWriter(path)
+	w, err := NewWriter(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := sampleRecord()
 	second := sampleRecord()
 	second.ParentSpanID, second.RequestID, second.Status, second.ReceivedAtNS = nil, nil, nil, nil
-	for _, r := range []any{rec, &second} {
+	for _, r := range []Record{rec, &second} {
 		if err := w.Write(r); err != nil {
 			t.Fatal(err)
 		}
@@ -111,16 +107,16 @@ func TestSpanRecordThroughArtifactWriterAndReader(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	a, err := artifact.ReadFile(path)
+	a, err := ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []SpanRecord
+	var got []VLLMSpan
 	for _, o := range a.Others {
-		if o.Kind != artifact.KindVLLMSpan {
+		if o.Kind != KindVLLMSpan {
 			t.Fatalf("kind %v", o.Kind)
 		}
-		r, err := DecodeSpanRecord(o.JSON)
+		r, err := DecodeVLLMSpan(o.JSON)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,19 +132,19 @@ func TestContentDigest(t *testing.T) {
 	d := a.ContentDigest()
 	b := sampleRecord()
 	// Reception facts do not change the digest.
-	b.SessionID, b.RunID, b.Source, b.ClockDomain = "other", "run-2", SourceGRPC, "h/unix_epoch_ns"
-	b.ReceivedAtNS, b.RequestID = ptr(int64(7)), nil
+	b.SessionID, b.RunID, b.Source, b.ClockDomain = "other", "run-2", SpanSourceGRPC, "h/unix_epoch_ns"
+	b.ReceivedAtNS, b.RequestID = Ptr(int64(7)), nil
 	if b.ContentDigest() != d {
 		t.Fatal("reception facts changed the digest")
 	}
-	for name, mutate := range map[string]func(r *SpanRecord){
-		"attribute value": func(r *SpanRecord) { r.Attributes[spanattr.AttrPromptTokens] = int64(513) },
-		"int vs double":   func(r *SpanRecord) { r.Attributes[spanattr.AttrPromptTokens] = 512.0 },
-		"end":             func(r *SpanRecord) { r.EndUnixNS = ptr(*r.EndUnixNS + 1) },
-		"resource":        func(r *SpanRecord) { r.Resource["host.name"] = "gpu-1" },
-		"status":          func(r *SpanRecord) { r.Status = &SpanStatus{Code: "ERROR"} },
-		"parent":          func(r *SpanRecord) { r.ParentSpanID = nil },
-		"name":            func(r *SpanRecord) { r.Name = "other" },
+	for name, mutate := range map[string]func(r *VLLMSpan){
+		"attribute value": func(r *VLLMSpan) { r.Attributes[AttrPromptTokens] = int64(513) },
+		"int vs double":   func(r *VLLMSpan) { r.Attributes[AttrPromptTokens] = 512.0 },
+		"end":             func(r *VLLMSpan) { r.EndUnixNS = Ptr(*r.EndUnixNS + 1) },
+		"resource":        func(r *VLLMSpan) { r.Resource["host.name"] = "gpu-1" },
+		"status":          func(r *VLLMSpan) { r.Status = &SpanStatus{Code: "ERROR"} },
+		"parent":          func(r *VLLMSpan) { r.ParentSpanID = nil },
+		"name":            func(r *VLLMSpan) { r.Name = "other" },
 	} {
 		c := sampleRecord()
 		mutate(&c)
@@ -158,7 +154,7 @@ func TestContentDigest(t *testing.T) {
 	}
 }
 
-func TestDecodeSpanRecordErrors(t *testing.T) {
+func TestDecodeVLLMSpanErrors(t *testing.T) {
 	good, err := sampleRecord().MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
@@ -180,20 +176,20 @@ func TestDecodeSpanRecordErrors(t *testing.T) {
 		if line == string(good) {
 			t.Fatalf("%s: replacement %q not found", name, c.from)
 		}
-		_, err := DecodeSpanRecord([]byte(line))
+		_, err := DecodeVLLMSpan([]byte(line))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want %q", name, err, c.want)
 		}
-		if name == "other kind" && !errors.Is(err, ErrNotSpanRecord) {
-			t.Errorf("other kind: %v does not wrap ErrNotSpanRecord", err)
+		if name == "other kind" && !errors.Is(err, ErrNotVLLMSpan) {
+			t.Errorf("other kind: %v does not wrap ErrNotVLLMSpan", err)
 		}
 	}
 }
 
-func TestDecodeSpanRecordExactIntegers(t *testing.T) {
+func TestDecodeVLLMSpanExactIntegers(t *testing.T) {
 	line := `{"event_type":"infer.vllm_span","schema_version":1,"name":"llm_request","start_unix_ns":"9223372036854775807",` +
 		`"end_unix_ns":9223372036854775807,"attributes":{"i":9223372036854775807,"u":18446744073709551615,"d":2.0,"e":1e3}}`
-	r, err := DecodeSpanRecord([]byte(line))
+	r, err := DecodeVLLMSpan([]byte(line))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,13 +268,13 @@ func TestAccessors(t *testing.T) {
 	if !r.IsRequestSpan() {
 		t.Fatal("llm_request not a request span")
 	}
-	if s, ok := r.String(spanattr.AttrRequestID); !ok || s != "chatcmpl-inferprobe-run-1-c1_measured_0_0" {
+	if s, ok := r.String(AttrRequestID); !ok || s != "chatcmpl-inferprobe-run-1-c1_measured_0_0" {
 		t.Fatalf("String = %q %v", s, ok)
 	}
-	if n, ok := r.Int(spanattr.AttrPromptTokens); !ok || n != 512 {
+	if n, ok := r.Int(AttrPromptTokens); !ok || n != 512 {
 		t.Fatalf("Int = %d %v", n, ok)
 	}
-	if f, ok := r.Float(spanattr.AttrPromptTokens); !ok || f != 512 {
+	if f, ok := r.Float(AttrPromptTokens); !ok || f != 512 {
 		t.Fatalf("Float(int) = %v %v", f, ok)
 	}
 	if f, ok := r.Float("nan"); !ok || !math.IsNaN(f) {
@@ -291,3 +287,6 @@ func TestAccessors(t *testing.T) {
 		t.Fatalf("duration %d", d)
 	}
 }
+
+// baseNS is a fixed span start (2026-10-03, beyond float64's exact range).
+const baseNS int64 = 1790960617392174336

@@ -1,60 +1,57 @@
-package vllm
+package artifact
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"sort"
-
-	"github.com/inferprobe/inferprobe/artifact"
+	"strconv"
 )
 
 // Scrape markers (stormlog.md §2.5 infer.vllm_scrape "marker", §4.1): where in
 // a phase a scrape was taken.
 const (
-	// MarkerPhaseStart is the scrape just before a phase's first send.
-	MarkerPhaseStart = "phase_start"
-	// MarkerInterval is a scrape every --vllm-metrics-interval seconds
+	// ScrapeMarkerPhaseStart is the scrape just before a phase's first send.
+	ScrapeMarkerPhaseStart = "phase_start"
+	// ScrapeMarkerInterval is a scrape every --vllm-metrics-interval seconds
 	// during a phase.
-	MarkerInterval = "interval"
-	// MarkerPhaseEnd is the scrape after a phase's drain.
-	MarkerPhaseEnd = "phase_end"
-	// MarkerManual is a scrape outside the phase cycle.
-	MarkerManual = "manual"
+	ScrapeMarkerInterval = "interval"
+	// ScrapeMarkerPhaseEnd is the scrape after a phase's drain.
+	ScrapeMarkerPhaseEnd = "phase_end"
+	// ScrapeMarkerManual is a scrape outside the phase cycle.
+	ScrapeMarkerManual = "manual"
 )
 
 // Scrape statuses.
 const (
-	StatusOK    = "ok"
-	StatusError = "error"
+	ScrapeOK    = "ok"
+	ScrapeError = "error"
 )
 
-// ObservationScope is the observation_scope of every scrape and report block:
+// ScopeEngineAggregate is the observation_scope of every scrape and report block:
 // the numbers describe every request the engine served, from every client.
-const ObservationScope = "engine_aggregate"
+const ScopeEngineAggregate = "engine_aggregate"
 
-// validMarker reports whether m is one of the four markers.
-func validMarker(m string) bool {
+// ValidScrapeMarker reports whether m is one of the four markers.
+func ValidScrapeMarker(m string) bool {
 	switch m {
-	case MarkerPhaseStart, MarkerInterval, MarkerPhaseEnd, MarkerManual:
+	case ScrapeMarkerPhaseStart, ScrapeMarkerInterval, ScrapeMarkerPhaseEnd, ScrapeMarkerManual:
 		return true
 	}
 	return false
 }
 
-// ScrapeRecord is the infer.vllm_scrape v1 record: one GET of vLLM's
+// VLLMScrape is the infer.vllm_scrape v1 record: one GET of vLLM's
 // /metrics, stamped on the client clock, kept whole in compact form
 // (stormlog.md §2.5; fixtures/stormlog/schemas/inference_vllm_v1.schema.json,
 // whose "scrape" definition allows no other field). A failed scrape has
-// Status "error", an Error and null Scrape and Discovery; a successful one
+// Status "error", an Error and null Scrape and ScrapeDiscovery; a successful one
 // has Status "ok", a null Error, and both.
 //
-// Write it with artifact.Writer.Write; read it back with DecodeScrapeRecord
-// (the artifact reader keeps this kind as *artifact.Raw).
-type ScrapeRecord struct {
-	artifact.Header
+// Write it with Writer.Write; read it back with DecodeVLLMScrape
+// (the artifact reader keeps this kind as *Raw).
+type VLLMScrape struct {
+	Header
 	// ObservationScope is always "engine_aggregate".
 	ObservationScope string `json:"observation_scope"`
 	SessionID        string `json:"session_id"`
@@ -68,7 +65,7 @@ type ScrapeRecord struct {
 	// client wall clock, Unix ns.
 	CompletedAtNS *int64 `json:"completed_at_ns"`
 	// SourceURL is the metrics URL without credentials or query
-	// (artifact.RedactURL).
+	// (RedactURL).
 	SourceURL string `json:"source_url"`
 	// Marker is one of the Marker* constants.
 	Marker string `json:"marker"`
@@ -93,69 +90,69 @@ type ScrapeRecord struct {
 	// ContentBytes is the length of that body.
 	ContentBytes *int64 `json:"content_bytes"`
 	// Scrape holds every series of an ok scrape.
-	Scrape *Compact `json:"scrape"`
-	// Discovery compares an ok scrape with the metric catalogue.
-	Discovery *Discovery `json:"discovery"`
+	Scrape *ScrapeSeries `json:"scrape"`
+	// ScrapeDiscovery compares an ok scrape with the metric catalogue.
+	Discovery *ScrapeDiscovery `json:"discovery"`
 }
 
 // OK reports whether the scrape succeeded and carries its series.
-func (r *ScrapeRecord) OK() bool {
-	return r.Status == StatusOK && r.Scrape != nil
+func (r *VLLMScrape) OK() bool {
+	return r.Status == ScrapeOK && r.Scrape != nil
 }
 
-// ErrRecord is wrapped by every DecodeScrapeRecord error.
-var ErrRecord = errors.New("vllm: invalid infer.vllm_scrape record")
+// ErrVLLMScrape is wrapped by every DecodeVLLMScrape error.
+var ErrVLLMScrape = errors.New("vllm: invalid infer.vllm_scrape record")
 
-// DecodeScrapeRecord reads one infer.vllm_scrape v1 line (e.g. the JSON of an
-// *artifact.Raw of kind artifact.KindVLLMScrape). It checks the kind, the
+// DecodeVLLMScrape reads one infer.vllm_scrape v1 line (e.g. the JSON of an
+// *Raw of kind KindVLLMScrape). It checks the kind, the
 // marker and status enums, that an ok record carries its scrape and
 // discovery and a failed one its error, and that every histogram value is
-// well formed. Errors wrap ErrRecord.
-func DecodeScrapeRecord(line []byte) (ScrapeRecord, error) {
-	var r ScrapeRecord
+// well formed. Errors wrap ErrVLLMScrape.
+func DecodeVLLMScrape(line []byte) (VLLMScrape, error) {
+	var r VLLMScrape
 	dec := json.NewDecoder(bytes.NewReader(line))
 	if err := dec.Decode(&r); err != nil {
-		return ScrapeRecord{}, fmt.Errorf("%w: %v", ErrRecord, err)
+		return VLLMScrape{}, fmt.Errorf("%w: %v", ErrVLLMScrape, err)
 	}
 	if dec.More() {
-		return ScrapeRecord{}, fmt.Errorf("%w: trailing data after the object", ErrRecord)
+		return VLLMScrape{}, fmt.Errorf("%w: trailing data after the object", ErrVLLMScrape)
 	}
-	if r.RecordKind() != artifact.KindVLLMScrape {
-		return ScrapeRecord{}, fmt.Errorf("%w: kind is %s, want %s", ErrRecord, r.RecordKind(), artifact.KindVLLMScrape)
+	if r.RecordKind() != KindVLLMScrape {
+		return VLLMScrape{}, fmt.Errorf("%w: kind is %s, want %s", ErrVLLMScrape, r.RecordKind(), KindVLLMScrape)
 	}
-	if !validMarker(r.Marker) {
-		return ScrapeRecord{}, fmt.Errorf("%w: marker %q", ErrRecord, r.Marker)
+	if !ValidScrapeMarker(r.Marker) {
+		return VLLMScrape{}, fmt.Errorf("%w: marker %q", ErrVLLMScrape, r.Marker)
 	}
 	switch r.Status {
-	case StatusOK:
+	case ScrapeOK:
 		if r.Scrape == nil || r.Discovery == nil {
-			return ScrapeRecord{}, fmt.Errorf("%w: an ok scrape without its scrape or discovery", ErrRecord)
+			return VLLMScrape{}, fmt.Errorf("%w: an ok scrape without its scrape or discovery", ErrVLLMScrape)
 		}
-	case StatusError:
+	case ScrapeError:
 		if r.Error == nil || *r.Error == "" {
-			return ScrapeRecord{}, fmt.Errorf("%w: a failed scrape without its error", ErrRecord)
+			return VLLMScrape{}, fmt.Errorf("%w: a failed scrape without its error", ErrVLLMScrape)
 		}
 	default:
-		return ScrapeRecord{}, fmt.Errorf("%w: status %q", ErrRecord, r.Status)
+		return VLLMScrape{}, fmt.Errorf("%w: status %q", ErrVLLMScrape, r.Status)
 	}
 	if r.Scrape != nil {
 		if err := r.Scrape.check(); err != nil {
-			return ScrapeRecord{}, fmt.Errorf("%w: %v", ErrRecord, err)
+			return VLLMScrape{}, fmt.Errorf("%w: %v", ErrVLLMScrape, err)
 		}
 	}
 	return r, nil
 }
 
-// ScrapesFromArtifact decodes every infer.vllm_scrape v1 record an artifact
+// VLLMScrapes decodes every infer.vllm_scrape v1 record an artifact
 // kept as Raw, in file order. The first undecodable one is an error (wrapping
-// ErrRecord) naming its position among the scrapes.
-func ScrapesFromArtifact(a *artifact.Artifact) ([]ScrapeRecord, error) {
-	var out []ScrapeRecord
+// ErrVLLMScrape) naming its position among the scrapes.
+func VLLMScrapes(a *Artifact) ([]VLLMScrape, error) {
+	var out []VLLMScrape
 	for _, raw := range a.Others {
-		if raw.Kind != artifact.KindVLLMScrape {
+		if raw.Kind != KindVLLMScrape {
 			continue
 		}
-		r, err := DecodeScrapeRecord(raw.JSON)
+		r, err := DecodeVLLMScrape(raw.JSON)
 		if err != nil {
 			return nil, fmt.Errorf("scrape record %d: %w", len(out)+1, err)
 		}
@@ -164,21 +161,21 @@ func ScrapesFromArtifact(a *artifact.Artifact) ([]ScrapeRecord, error) {
 	return out, nil
 }
 
-// Compact is one scrape with every series kept (stormlog.md §4.1 "stored
+// ScrapeSeries is one scrape with every series kept (stormlog.md §4.1 "stored
 // compactly"): Families maps each family's exposed name to its # TYPE
 // ("counter", "gauge", "histogram", "summary", "untyped"); LabelSets maps a
 // label-set id ("0", "1", …) to its labels, shared by every family that uses
 // the set (a histogram's sets exclude "le"); Values maps a family to
 // {label-set id: value}; Helps maps a family to its # HELP text.
-type Compact struct {
-	Families  map[string]string            `json:"families"`
-	LabelSets map[string]map[string]string `json:"label_sets"`
-	Values    map[string]map[string]Value  `json:"values"`
-	Helps     map[string]string            `json:"helps"`
+type ScrapeSeries struct {
+	Families  map[string]string                 `json:"families"`
+	LabelSets map[string]map[string]string      `json:"label_sets"`
+	Values    map[string]map[string]SeriesValue `json:"values"`
+	Helps     map[string]string                 `json:"helps"`
 }
 
 // check verifies the internal consistency of a decoded compact scrape.
-func (c *Compact) check() error {
+func (c *ScrapeSeries) check() error {
 	if c.Families == nil || c.LabelSets == nil || c.Values == nil {
 		return errors.New("scrape lacks families, label_sets or values")
 	}
@@ -200,17 +197,17 @@ func (c *Compact) check() error {
 	return nil
 }
 
-// Value is one series' value in a compact scrape: a sample (counters,
+// SeriesValue is one series' value in a compact scrape: a sample (counters,
 // gauges, untyped; JSON number or "NaN"/"+Inf"/"-Inf") or a distribution
 // (histograms and summaries; JSON object).
-type Value struct {
-	Sample artifact.Float
-	Dist   *Distribution
+type SeriesValue struct {
+	Sample Float
+	Dist   *SeriesDistribution
 }
 
 // MarshalJSON writes a distribution as an object and a sample as a number
 // or a non-finite string.
-func (v Value) MarshalJSON() ([]byte, error) {
+func (v SeriesValue) MarshalJSON() ([]byte, error) {
 	if v.Dist != nil {
 		return json.Marshal(v.Dist)
 	}
@@ -218,41 +215,41 @@ func (v Value) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads either form; null is an error.
-func (v *Value) UnmarshalJSON(b []byte) error {
+func (v *SeriesValue) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
 	switch {
 	case len(b) == 0 || string(b) == "null":
 		return errors.New("a series value is null")
 	case b[0] == '{':
-		var d Distribution
+		var d SeriesDistribution
 		if err := json.Unmarshal(b, &d); err != nil {
 			return err
 		}
-		*v = Value{Dist: &d}
+		*v = SeriesValue{Dist: &d}
 		return nil
 	default:
-		var f artifact.Float
+		var f Float
 		if err := f.UnmarshalJSON(b); err != nil {
 			return err
 		}
-		*v = Value{Sample: f}
+		*v = SeriesValue{Sample: f}
 		return nil
 	}
 }
 
-// Distribution is a histogram (cumulative bucket counts under their "le"
+// SeriesDistribution is a histogram (cumulative bucket counts under their "le"
 // upper bounds, ascending) or a summary (quantile values under their
 // quantile). Sum and Count are nil when the exposition had no _sum or
 // _count sample: never invented as zero.
-type Distribution struct {
-	Buckets []Bucket        `json:"buckets"`
-	Sum     *artifact.Float `json:"sum"`
-	Count   *artifact.Float `json:"count"`
+type SeriesDistribution struct {
+	Buckets []SeriesBucket `json:"buckets"`
+	Sum     *Float         `json:"sum"`
+	Count   *Float         `json:"count"`
 }
 
 // UnmarshalJSON requires the buckets, sum and count keys (the schema's
 // histogram_value) and rejects null buckets.
-func (d *Distribution) UnmarshalJSON(b []byte) error {
+func (d *SeriesDistribution) UnmarshalJSON(b []byte) error {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return fmt.Errorf("histogram value: %v", err)
@@ -268,7 +265,7 @@ func (d *Distribution) UnmarshalJSON(b []byte) error {
 	if !okB || !okS || !okC {
 		return errors.New("histogram value lacks buckets, sum or count")
 	}
-	var out Distribution
+	var out SeriesDistribution
 	if err := json.Unmarshal(rb, &out.Buckets); err != nil {
 		return fmt.Errorf("histogram buckets: %v", err)
 	}
@@ -277,12 +274,12 @@ func (d *Distribution) UnmarshalJSON(b []byte) error {
 	}
 	for _, p := range []struct {
 		src json.RawMessage
-		dst **artifact.Float
+		dst **Float
 	}{{rs, &out.Sum}, {rc, &out.Count}} {
 		if string(bytes.TrimSpace(p.src)) == "null" {
 			continue
 		}
-		var f artifact.Float
+		var f Float
 		if err := f.UnmarshalJSON(p.src); err != nil {
 			return err
 		}
@@ -292,16 +289,16 @@ func (d *Distribution) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Bucket is one [le, cumulative count] pair; JSON ["0.3", 12]. LE is the
+// SeriesBucket is one [le, cumulative count] pair; JSON ["0.3", 12]. LE is the
 // bound as the exposition's float text in OpenMetrics canonical form
 // ("0.3", "1000.0", "+Inf"), which is what vLLM's prometheus_client writes.
-type Bucket struct {
+type SeriesBucket struct {
 	LE    string
-	Count artifact.Float
+	Count Float
 }
 
 // MarshalJSON writes the pair as a two-element array.
-func (b Bucket) MarshalJSON() ([]byte, error) {
+func (b SeriesBucket) MarshalJSON() ([]byte, error) {
 	le, err := json.Marshal(b.LE)
 	if err != nil {
 		return nil, err
@@ -319,7 +316,7 @@ func (b Bucket) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads a [string, number] pair whose bound parses as a float.
-func (b *Bucket) UnmarshalJSON(data []byte) error {
+func (b *SeriesBucket) UnmarshalJSON(data []byte) error {
 	var pair []json.RawMessage
 	if err := json.Unmarshal(data, &pair); err != nil {
 		return fmt.Errorf("bucket: %v", err)
@@ -331,21 +328,21 @@ func (b *Bucket) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(pair[0], &le); err != nil {
 		return fmt.Errorf("bucket bound: %v", err)
 	}
-	if _, ok := parseBound(le); !ok {
+	if _, err := strconv.ParseFloat(le, 64); err != nil {
 		return fmt.Errorf("bucket bound %q is not a number", le)
 	}
-	var n artifact.Float
+	var n Float
 	if err := n.UnmarshalJSON(pair[1]); err != nil {
 		return err
 	}
-	*b = Bucket{LE: le, Count: n}
+	*b = SeriesBucket{LE: le, Count: n}
 	return nil
 }
 
-// Discovery is what one scrape exposes measured against the catalogue
+// ScrapeDiscovery is what one scrape exposes measured against the catalogue
 // (stormlog.md §2.5 "discovery", §4.2). Name lists are sorted exposed family
 // names and are never null.
-type Discovery struct {
+type ScrapeDiscovery struct {
 	// VerifiedVLLMVersion is the vLLM version the catalogue was checked
 	// against (VerifiedVersion).
 	VerifiedVLLMVersion string `json:"verified_vllm_version"`
@@ -376,19 +373,3 @@ type Discovery struct {
 	// exporter's identity; null when the scrape has no single finite one.
 	ProcessStartNS *int64 `json:"process_start_ns"`
 }
-
-// sortedKeys returns the keys of a set, sorted, never nil.
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// finite reports whether v is neither NaN nor infinite.
-func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
-
-// fptr returns a pointer to an artifact.Float.
-func fptr(v float64) *artifact.Float { f := artifact.Float(v); return &f }

@@ -1,8 +1,9 @@
-// Package spanattr names vLLM's per-request span and its attributes (vllm.md §1.2–§1.3; vLLM's
-// vllm/tracing SpanAttributes and V1 OutputProcessor.do_tracing): the one definition that the
-// simulated engine emits and the receiver, join and analysis read. Latencies are float
-// seconds, counts integers.
-package spanattr
+package artifact
+
+// vLLM's per-request span and its attributes, as vLLM's tracing module
+// (SpanAttributes) and its V1 output processor write them: the one
+// definition that the simulated engine emits and the receiver, join,
+// exporter and analysis read. Latencies are float seconds, counts integers.
 
 // RequestSpanName is the name of vLLM's per-request span (kind SERVER, start = arrival,
 // end = finish); only these spans are joined to requests (stormlog.md §4.4).

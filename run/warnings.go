@@ -1,0 +1,35 @@
+package run
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/inferprobe/inferprobe/loadgen"
+	"github.com/inferprobe/inferprobe/loadgen/client"
+	"github.com/inferprobe/inferprobe/loadgen/prompt"
+)
+
+// Warnings are the start-of-run warnings of a workload: a prompt target too short for the
+// nonce of unique and shared-prefix prompts, prompts repeated across runs without a cache
+// reset, a cold cache intent without a reset URL, and environment proxies that are ignored.
+func Warnings(cfg *loadgen.Config) []string {
+	var w []string
+	if cfg.PromptMode != prompt.Repeat {
+		for _, in := range cfg.InputTokens {
+			if in < 32 {
+				w = append(w, fmt.Sprintf("--input-tokens %d is below 32: the ~8-token nonce of --prompt-mode %s cannot hit the target length and prefix share", in, cfg.PromptMode))
+				break
+			}
+		}
+		if cfg.CacheResetURL == "" {
+			w = append(w, fmt.Sprintf("prompts are the same for every run with --seed %d; without --cache-reset-url a repeated run starts with them already cached", cfg.Seed))
+		}
+	}
+	if cfg.CacheState == loadgen.CacheCold && cfg.CacheResetURL == "" {
+		w = append(w, "--cache-state cold without --cache-reset-url records the intent only; nothing clears the cache")
+	}
+	if proxies := client.IgnoredProxyEnv(); len(proxies) > 0 {
+		w = append(w, fmt.Sprintf("environment proxies (%s) are ignored; point --endpoint at a proxy to use one", strings.Join(proxies, ", ")))
+	}
+	return w
+}
