@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 // Cache reset answers (the contract's table).
@@ -61,9 +63,10 @@ func (r *resetResult) describe() string {
 
 // resetCache POSTs url with the API key, reading vLLM's {"success": bool} answer. A refused
 // reset is retried every half second until timeout has passed since the first attempt (0: one
-// try); no attempt starts after the timeout, though the last may take up to perTry.
-func resetCache(ctx context.Context, hc *http.Client, url, apiKey string, timeout, perTry time.Duration) resetResult {
-	res := resetResult{At: time.Now()}
+// try); no attempt starts after the timeout, though the last may take up to perTry. Times
+// are read from clock.
+func resetCache(ctx context.Context, clock clockwork.Clock, hc *http.Client, url, apiKey string, timeout, perTry time.Duration) resetResult {
+	res := resetResult{At: clock.Now()}
 	for {
 		res.Attempts++
 		res.Status, res.Err, res.Success, res.Answer = 0, "", nil, ""
@@ -85,7 +88,7 @@ func resetCache(ctx context.Context, hc *http.Client, url, apiKey string, timeou
 			}
 			defer resp.Body.Close()
 			body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-			res.AnsweredAt = time.Now()
+			res.AnsweredAt = clock.Now()
 			res.Status = resp.StatusCode
 			if resp.StatusCode < 200 || resp.StatusCode > 299 {
 				return
@@ -112,14 +115,14 @@ func resetCache(ctx context.Context, hc *http.Client, url, apiKey string, timeou
 		if res.Answer != ResetRefused || ctx.Err() != nil {
 			return res
 		}
-		next := time.Now().Add(resetRetryEvery)
+		next := clock.Now().Add(resetRetryEvery)
 		if next.Sub(res.At) > timeout {
 			return res
 		}
 		select {
 		case <-ctx.Done():
 			return res
-		case <-time.After(time.Until(next)):
+		case <-clock.After(clock.Until(next)):
 		}
 	}
 }

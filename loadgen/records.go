@@ -265,7 +265,7 @@ func (r *Runner) cacheState(ctx context.Context, cs Case) error {
 			Transport:     &http.Transport{Proxy: nil},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
-		res := resetCache(ctx, hc, cfg.CacheResetURL, cfg.APIKey, cfg.CacheResetTimeout, cfg.Timeout)
+		res := resetCache(ctx, r.clock, hc, cfg.CacheResetURL, cfg.APIKey, cfg.CacheResetTimeout, cfg.Timeout)
 		hc.CloseIdleConnections()
 		rec.Attempted = true
 		rec.Acknowledged = res.Answer == ResetAcknowledged

@@ -13,6 +13,7 @@ import (
 	"github.com/inferprobe/inferprobe/loadgen/client"
 	"github.com/inferprobe/inferprobe/loadgen/prompt"
 	"github.com/inferprobe/inferprobe/loadgen/schedule"
+	"github.com/jonboulle/clockwork"
 )
 
 // Hooks let other producers (telemetry scrapers, span receivers) and the terminal observe the
@@ -47,6 +48,9 @@ type Runner struct {
 
 	stop     chan struct{} // closed by Stop
 	stopOnce sync.Once
+
+	clock     clockwork.Clock // schedules, windows, deadlines (SetClock)
+	realClock bool
 }
 
 // ErrStopped is what Run returns after Stop ended the run early.
@@ -81,7 +85,8 @@ type CaseStats struct {
 // before each HTTP call, each infer.request, each infer.phase_window. A Write error stops
 // the run; records already accepted stay. The runner never closes sink.
 func NewRunner(cfg *Config, c *client.Client, tok prompt.Tokenizer, sink artifact.Sink, sessionID string, hooks Hooks) *Runner {
-	r := &Runner{cfg: cfg, client: c, tok: tok, sink: sink, sessionID: sessionID, hooks: hooks, stats: map[string]*CaseStats{}, stop: make(chan struct{})}
+	r := &Runner{cfg: cfg, client: c, tok: tok, sink: sink, sessionID: sessionID, hooks: hooks, stats: map[string]*CaseStats{}, stop: make(chan struct{}),
+		clock: clockwork.NewRealClock(), realClock: true}
 	r.idle = sync.NewCond(&r.runningMu)
 	return r
 }
@@ -215,6 +220,7 @@ type phase struct {
 	mu      sync.Mutex
 	pending map[int]*attempt // in-flight requests by index
 	digests map[int]string   // prompt digests by request index (phase window's prompts_digest)
+	cutoff  *time.Time       // the drain deadline once it passed: no attempt is sent after it
 	sinkErr error
 }
 
@@ -270,14 +276,14 @@ func (r *Runner) runPhase(ctx, dctx context.Context, cs Case, name string, st *C
 	if r.hooks.PhaseStart != nil {
 		r.hooks.PhaseStart(ctx, cs.ID, name)
 	}
-	p.start = time.Now()
+	p.start = r.clock.Now()
 	var windowEnd time.Time
 	if sched == nil {
 		windowEnd = p.runClosed(ctx)
 	} else {
 		windowEnd = p.runOpen(ctx, sched)
 	}
-	drained := time.Now()
+	drained := r.clock.Now()
 	if r.hooks.PhaseEnd != nil && ctx.Err() == nil {
 		r.hooks.PhaseEnd(ctx, cs.ID, name)
 	}
@@ -301,9 +307,9 @@ type abandonedWait struct {
 }
 
 func (r *Runner) waitAbandonedTimed(ctx context.Context) (abandonedWait, error) {
-	t0 := time.Now()
+	t0 := r.clock.Now()
 	n, err := r.waitAbandoned(ctx)
-	return abandonedWait{runningAtStart: n, waited: time.Since(t0), stillRunning: r.running.Load()}, err
+	return abandonedWait{runningAtStart: n, waited: r.clock.Since(t0), stillRunning: r.running.Load()}, err
 }
 
 // runClosed runs a closed loop: Concurrency workers, each sending its next request when its
@@ -330,7 +336,7 @@ func (p *phase) runClosed(ctx context.Context) time.Time {
 		go func(worker int) {
 			defer wg.Done()
 			for p.dctx.Err() == nil {
-				now := time.Now()
+				now := p.r.clock.Now()
 				if dur > 0 && !now.Before(windowClose) {
 					return
 				}
@@ -340,6 +346,7 @@ func (p *phase) runClosed(ctx context.Context) time.Time {
 				}
 				a := &attempt{idx: idx, worker: worker, intended: now, inFlight: int(p.inFlight.Add(1))}
 				p.notePeak(int64(a.inFlight))
+				p.r.callStarted()
 				p.send(ctx, a)
 			}
 		}(w)
@@ -357,7 +364,7 @@ func (p *phase) runClosed(ctx context.Context) time.Time {
 			break
 		}
 		// Stopped: what runs gets DrainTimeout from now.
-		p.deadline = time.Now().Add(cfg.DrainTimeout)
+		p.deadline = p.r.clock.Now().Add(cfg.DrainTimeout)
 		p.drain(ctx, finished)
 	}
 	if ns := p.lastSent.Load(); ns != 0 {
@@ -379,16 +386,16 @@ func (p *phase) runOpen(ctx context.Context, s *schedule.Schedule) time.Time {
 	}
 	var deadlineC <-chan time.Time
 	if dur > 0 {
-		t := time.NewTimer(time.Until(p.deadline))
+		t := p.r.clock.NewTimer(p.r.clock.Until(p.deadline))
 		defer t.Stop()
-		deadlineC = t.C
+		deadlineC = t.Chan()
 	}
 	var wg sync.WaitGroup
 	lastSend := p.start
 dispatch:
 	for i, off := range s.Offsets {
 		target := p.start.Add(off)
-		if err := schedule.WaitUntil(p.dctx, target); err != nil {
+		if err := p.r.waitUntil(p.dctx, target); err != nil {
 			break
 		}
 		a := &attempt{idx: i, intended: target}
@@ -396,7 +403,7 @@ dispatch:
 		case slots <- struct{}{}:
 		default:
 			if cfg.Overflow == OverflowDrop {
-				p.drop(a, fmt.Sprintf("in-flight limit of %d reached", cfg.MaxInFlight), time.Now())
+				p.drop(a, fmt.Sprintf("in-flight limit of %d reached", cfg.MaxInFlight), p.r.clock.Now())
 				continue
 			}
 			a.held = true
@@ -405,7 +412,7 @@ dispatch:
 			case <-deadlineC:
 				// The hold ends at the drain deadline: this arrival and every one behind it
 				// are dropped, never sent.
-				now := time.Now()
+				now := p.r.clock.Now()
 				for j := i; j < len(s.Offsets); j++ {
 					b := &attempt{idx: j, intended: p.start.Add(s.Offsets[j]), held: true}
 					p.drop(b, "drain deadline passed while held for a slot", now)
@@ -418,8 +425,9 @@ dispatch:
 		}
 		a.inFlight = int(p.inFlight.Add(1))
 		p.notePeak(int64(a.inFlight))
-		lastSend = time.Now()
+		lastSend = p.r.clock.Now()
 		wg.Add(1)
+		p.r.callStarted() // counted from dispatch, so that no wait for running calls misses it
 		go func(a *attempt) {
 			defer wg.Done()
 			defer func() { <-slots }()
@@ -440,7 +448,7 @@ dispatch:
 	if dur > 0 {
 		// A duration window lasts its duration even when every request is done early: the
 		// drain starts at the window end, never before it.
-		if err := schedule.WaitUntil(p.dctx, windowEnd); err != nil && ctx.Err() != nil {
+		if err := p.r.waitUntil(p.dctx, windowEnd); err != nil && ctx.Err() != nil {
 			<-finished
 			return windowEnd
 		}
@@ -457,12 +465,18 @@ dispatch:
 func (p *phase) drain(ctx context.Context, finished <-chan struct{}) {
 	stop := p.dctx.Done()
 	for {
-		t := time.NewTimer(time.Until(p.deadline))
+		select {
+		case <-stop: // a Stop that came already shortens the deadline before any timer is set
+			stop = nil
+			p.shortenDeadline(ctx)
+		default:
+		}
+		t := p.r.clock.NewTimer(p.r.clock.Until(p.deadline))
 		select {
 		case <-finished:
 			t.Stop()
 			return
-		case <-t.C:
+		case <-t.Chan():
 			p.cancelPending(p.deadline)
 			return
 		case <-ctx.Done():
@@ -472,12 +486,19 @@ func (p *phase) drain(ctx context.Context, finished <-chan struct{}) {
 		case <-stop:
 			t.Stop()
 			stop = nil
-			if ctx.Err() == nil {
-				if d := time.Now().Add(p.r.cfg.DrainTimeout); d.Before(p.deadline) {
-					p.deadline = d
-				}
-			}
+			p.shortenDeadline(ctx)
 		}
+	}
+}
+
+// shortenDeadline moves the drain deadline to DrainTimeout from now when that is earlier
+// (a Stop), unless the run's context has ended.
+func (p *phase) shortenDeadline(ctx context.Context) {
+	if ctx.Err() != nil {
+		return
+	}
+	if d := p.r.clock.Now().Add(p.r.cfg.DrainTimeout); d.Before(p.deadline) {
+		p.deadline = d
 	}
 }
 
@@ -503,8 +524,14 @@ func (p *phase) notePeak(n int64) {
 
 // cancelPending records every request still running at the drain deadline as cancelled. The
 // HTTP calls run on (abandoned) until they finish or time out; their results are discarded.
+//
+// An attempt dispatched but not yet sent when the deadline passes is never sent: send records
+// it dropped.
 func (p *phase) cancelPending(at time.Time) {
 	p.mu.Lock()
+	if p.cutoff == nil {
+		p.cutoff = &at
+	}
 	var list []*attempt
 	for _, a := range p.pending {
 		list = append(list, a)
@@ -532,8 +559,10 @@ func (p *phase) drop(a *attempt, why string, at time.Time) {
 }
 
 // send builds the request at send time, runs it, and records its result unless the drain
-// deadline already recorded it as cancelled.
+// deadline already recorded it as cancelled. The caller counted the attempt as a running call
+// (callStarted); send ends it.
 func (p *phase) send(ctx context.Context, a *attempt) {
+	defer p.r.callEnded()
 	cfg := p.r.cfg
 	a.prompt = p.gen.Prompt(a.idx)
 	a.xReqID = artifact.XRequestIDPrefix(cfg.RunID) + p.requestID(a)
@@ -541,10 +570,17 @@ func (p *phase) send(ctx context.Context, a *attempt) {
 	body, berr := buildBody(cfg, a.prompt.Text, p.cs.OutputTokens)
 	call := client.Call{URL: cfg.Endpoint, Header: buildHeader(cfg, a.xReqID, a.traceID), Body: body, Stream: cfg.Stream, Timeout: cfg.Timeout}
 	p.mu.Lock()
+	if cutoff := p.cutoff; cutoff != nil {
+		p.mu.Unlock()
+		p.inFlight.Add(-1)
+		a.done.Store(true)
+		p.drop(a, "drain deadline passed before it was sent", *cutoff)
+		return
+	}
 	p.pending[a.idx] = a
 	p.digests[a.idx] = a.prompt.Digest
 	p.mu.Unlock()
-	sentNS := time.Now().UnixNano()
+	sentNS := p.r.clock.Now().UnixNano()
 	a.sentNS.Store(sentNS)
 	p.write(&artifact.RequestSent{SessionID: p.r.sessionID, CaseID: p.cs.ID, Phase: p.name, XRequestID: a.xReqID, TraceID: a.traceID, SentAtNS: sentNS})
 	if p.r.hooks.Sent != nil {
@@ -552,12 +588,10 @@ func (p *phase) send(ctx context.Context, a *attempt) {
 	}
 	var res client.Result
 	if berr != nil {
-		now := time.Now()
+		now := p.r.clock.Now()
 		res = client.Result{Outcome: client.Error, ErrorType: client.ErrTypeInvalidRequest, ErrorMessage: berr.Error(), Start: now, End: now}
 	} else {
-		p.r.callStarted()
 		res = p.r.client.Do(ctx, call)
-		p.r.callEnded()
 	}
 	p.noteSent(res.Start)
 	p.inFlight.Add(-1)
