@@ -237,7 +237,7 @@ func TestStopCancelsAtShortenedDrainDeadline(t *testing.T) {
 		testkit.WaitFor(t, "a dispatch", 10*time.Second, func() bool { return sent(sink) == i+1 })
 		advance(t, fc, 2, 50*time.Millisecond)
 	}
-	runner.Stop() // at 250 ms, with no arrival timer set: the held arrival waits for a slot
+	runner.Stop()                           // at 250 ms, with no arrival timer set: the held arrival waits for a slot
 	advance(t, fc, 2, 300*time.Millisecond) // the drain's shortened deadline: 250 + 300 ms
 	testkit.WaitFor(t, "five records", 10*time.Second, func() bool { return len(sink.requests(PhaseMeasured)) == 5 })
 	g.open("fixed20_in64_out8")
