@@ -91,7 +91,7 @@ func Start(ctx context.Context, o Options) (*Demo, error) {
 		return nil, err
 	}
 	// The span receiver's gRPC port is chosen first: the engine exports to it.
-	spansAddr, err := freeLoopbackAddr()
+	spansAddr, err := sim.FreeLoopbackAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -199,14 +199,4 @@ func (d *Demo) Close() {
 	if d.srv != nil {
 		_ = d.srv.Close()
 	}
-}
-
-// freeLoopbackAddr returns a loopback address with a port free at the time of the call.
-func freeLoopbackAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }

@@ -5,22 +5,22 @@ package testkit
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/inferprobe/inferprobe/sim"
 )
 
-// FreeAddr returns a loopback "127.0.0.1:port" whose port was free when it was picked.
+// FreeAddr returns a loopback "127.0.0.1:port" whose port was free when it was picked
+// (sim.FreeLoopbackAddr: below the kernel's ephemeral range, so that no listener binding
+// port 0 meanwhile — the engine's own — can take it).
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := sim.FreeLoopbackAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }
 
 // StartSim starts the simulated engine on a free loopback port with sim.DefaultConfig()
