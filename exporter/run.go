@@ -1,6 +1,8 @@
 package exporter
 
 import (
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -158,12 +160,15 @@ var serverAttrs = []struct{ key, attr string }{
 	{KeyServerE2E, artifact.AttrE2E},
 }
 
-// observeServer publishes one sample per joined measured request from the run's join.
+// observeServer publishes one sample per joined measured request from the run's join, in
+// X-Request-Id order (a histogram's sum is then the same for the same run).
 func (r *Run) observeServer() {
 	res := r.live.Result()
+	ids := slices.Sorted(maps.Keys(res.Joined))
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for x, attrs := range res.Joined {
+	for _, x := range ids {
+		attrs := res.Joined[x]
 		ref, ok := r.refs[x]
 		if !ok {
 			continue
