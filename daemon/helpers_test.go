@@ -116,6 +116,7 @@ func testParser(args []string) (*loadgen.Config, prompt.Tokenizer, string, error
 		Duration: secs(duration), Arrival: schedule.Mode(arrival), Rates: rates, Seed: seed,
 		ExtraBody: map[string]any{"ignore_eos": true},
 	}
+	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, "", err
 	}

@@ -18,7 +18,10 @@ func validConfig() *Config {
 	}
 }
 
-func prepare(c *Config) error { return c.Validate() }
+func prepare(c *Config) error {
+	c.Defaults()
+	return c.Validate()
+}
 
 // TestValidateMessages pins every message of the validation, word for word: they are the
 // CLI's and the daemon's error texts.

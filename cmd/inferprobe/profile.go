@@ -311,6 +311,7 @@ func (pf *profileFlags) config(cmd *cobra.Command) (*loadgen.Config, error) {
 			return nil, usageErrorf("%v", err)
 		}
 	}
+	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, usageErrorf("%v", err)
 	}
