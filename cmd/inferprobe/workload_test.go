@@ -28,12 +28,7 @@ func profileWorkload(t *testing.T, args ...string) (*loadgen.Config, prompt.Toke
 	if err := cmd.Flags().Parse(append([]string{"--base-url=" + testBaseURL, "--model=m"}, args...)); err != nil {
 		t.Fatalf("flags %q: %v", args, err)
 	}
-	cfg, err := pf.config(cmd)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	tok, name, err := pf.tokenizerFor()
-	return cfg, tok, name, err
+	return pf.config(cmd)
 }
 
 // daemonWorkload parses a probe whose workload mapping is workload (YAML, indented by six
@@ -50,7 +45,7 @@ probes:
     every: 1m
     workload:
 %s`, testBaseURL, workload)
-	c, err := daemon.Parse([]byte(text), parseWorkload)
+	c, err := daemon.Parse([]byte(text))
 	if err != nil {
 		return nil, err
 	}
