@@ -197,12 +197,22 @@ func checkArrivalMode(m schedule.Mode) error {
 // validateArrival checks when requests are sent: the mode and, for each mode, the settings
 // it needs and the ones it does not take.
 func (c *Config) validateArrival() error {
-	if err := checkArrivalMode(c.Arrival); err != nil {
-		return err
+	for _, check := range []func() error{
+		func() error { return checkArrivalMode(c.Arrival) }, c.validateWorkers, c.validateRates, c.validateBurstAndTrace,
+	} {
+		if err := check(); err != nil {
+			return err
+		}
 	}
-	if err := c.validateWorkers(); err != nil {
-		return err
+	if c.OpenLoop() {
+		return c.validateOpenLoop()
 	}
+	return nil
+}
+
+// validateRates checks the rates, which fixed-rate and poisson arrivals need and no other
+// mode takes.
+func (c *Config) validateRates() error {
 	rateModes := c.Arrival == schedule.FixedRate || c.Arrival == schedule.Poisson
 	switch {
 	case rateModes && len(c.Rates) == 0:
@@ -215,6 +225,12 @@ func (c *Config) validateArrival() error {
 			return flagErr("rate", "--rate values must be finite and > 0, got %g", r)
 		}
 	}
+	return nil
+}
+
+// validateBurstAndTrace checks the burst shape, which only burst arrivals take, and the
+// trace, which only replay arrivals take.
+func (c *Config) validateBurstAndTrace() error {
 	if c.Arrival == schedule.Burst {
 		if c.BurstSize < 1 || c.BurstInterval <= 0 {
 			return flagErr("arrival", "--arrival burst needs --burst-size ≥ 1 and --burst-interval > 0")
@@ -228,9 +244,6 @@ func (c *Config) validateArrival() error {
 		}
 	} else if len(c.Trace) > 0 || c.TraceCase != "" {
 		return flagErr("arrival-trace", "--arrival-trace applies to --arrival replay only")
-	}
-	if c.OpenLoop() {
-		return c.validateOpenLoop()
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"errors"
 	"math"
 	"reflect"
 	"testing"
@@ -121,5 +122,28 @@ func TestDefaults(t *testing.T) {
 	}
 	if c.MaxInFlight != 128 || c.Overflow != OverflowWait || c.Requests != 0 || c.Concurrency != nil {
 		t.Fatalf("open loop defaults: max in flight %d, overflow %q, requests %d, concurrency %v", c.MaxInFlight, c.Overflow, c.Requests, c.Concurrency)
+	}
+}
+
+// TestUsageErrorNamesItsSetting: a rule's error names the setting it is about (the daemon
+// names that workload key), or none for a rule about the whole workload.
+func TestUsageErrorNamesItsSetting(t *testing.T) {
+	for _, tc := range []struct {
+		mod  func(c *Config)
+		flag string
+	}{
+		{func(c *Config) { c.Arrival, c.Rates, c.Requests = schedule.Poisson, []float64{-1}, 1 }, "rate"},
+		{func(c *Config) { c.Arrival, c.Requests = schedule.Poisson, 1 }, "arrival"},
+		{func(c *Config) { c.MaxInFlight = 4 }, "max-in-flight"},
+		{func(c *Config) { c.OutputTokens = []int{0} }, "output-tokens"},
+		{func(c *Config) { c.APIKey = "a\nb" }, "api-key"},
+		{func(c *Config) { c.Concurrency = []int{2, 2} }, ""},
+	} {
+		c := validConfig()
+		tc.mod(c)
+		var ue *UsageError
+		if err := prepare(c); !errors.As(err, &ue) || ue.Flag != tc.flag {
+			t.Errorf("%v: flag %q, want %q", err, ue.Flag, tc.flag)
+		}
 	}
 }
