@@ -26,18 +26,18 @@ func init() { verbs = append(verbs, newProfileCmd) }
 // profileFlags are the flag values of `inferprobe profile`. The workload flags are bound to
 // w, except those whose Workload field is set only when the flag is given (workload()).
 type profileFlags struct {
-	w                                            loadgen.Workload
-	timeout, drainTimeout, duration, resetWait   float64
-	stream, noStream, streamUsage, noStreamUsage bool
-	requests, maxInFlight, prefixGroups          int
-	arrival, overflow, tokenizer                 string
-	output                                       string
-	quiet                                        bool
-	slo                                          []string
-	sloFile                                      string
-	telemetry                                    telemetryFlags
-	systemSampler                                string
-	sampleInterval                               float64
+	w                                                  loadgen.Workload
+	timeout, drainTimeout, duration, cacheResetTimeout float64
+	stream, noStream, streamUsage, noStreamUsage       bool
+	requests, maxInFlight, prefixGroups                int
+	arrival, overflow, tokenizer                       string
+	output                                             string
+	quiet                                              bool
+	slo                                                []string
+	sloFile                                            string
+	telemetry                                          telemetryFlags
+	systemSampler                                      string
+	sampleInterval                                     float64
 }
 
 func newProfileCmd() *cobra.Command {
@@ -135,7 +135,7 @@ func (pf *profileFlags) register(cmd *cobra.Command) {
 	f.IntVar(&pf.prefixGroups, "prefix-groups", 1, "shared-prefix: number of prefix groups")
 	f.StringVar(&w.CacheState, "cache-state", loadgen.CacheUnspecified, "requested prefix-cache state per case: unspecified or cold")
 	f.StringVar(&w.CacheResetURL, "cache-reset-url", "", "URL POSTed before each case to clear the prefix cache (e.g. vLLM /reset_prefix_cache)")
-	f.Float64Var(&pf.resetWait, "cache-reset-timeout", loadgen.DefaultCacheResetTimeout.Seconds(), "retry window for refused cache resets, seconds (0: one try)")
+	f.Float64Var(&pf.cacheResetTimeout, "cache-reset-timeout", loadgen.DefaultCacheResetTimeout.Seconds(), "retry window for refused cache resets, seconds (0: one try)")
 	f.StringVar(&pf.tokenizer, "tokenizer", loadgen.DefaultTokenizer, "prompt sizing and fallback counts: auto, tiktoken or none (an estimate)")
 	f.StringVar(&w.TiktokenEncoding, "tiktoken-encoding", loadgen.DefaultTiktokenEncoding, "tiktoken encoding (embedded; no download)")
 	f.BoolVar(&w.StrictTokenCounts, "strict-token-counts", false, "refuse to run with estimated token counts")
@@ -195,7 +195,7 @@ func (pf *profileFlags) workload(cmd *cobra.Command) loadgen.Workload {
 	w.MaxInFlight = ifGiven(given, "max-in-flight", &pf.maxInFlight)
 	w.Overflow = ifGiven(given, "overflow", &pf.overflow)
 	w.PrefixGroups = ifGiven(given, "prefix-groups", &pf.prefixGroups)
-	w.CacheResetTimeout = ifGiven(given, "cache-reset-timeout", &pf.resetWait)
+	w.CacheResetTimeout = ifGiven(given, "cache-reset-timeout", &pf.cacheResetTimeout)
 	w.Tokenizer = ifGiven(given, "tokenizer", &pf.tokenizer)
 	if w.APIKey == "" {
 		w.APIKey = os.Getenv("OPENAI_API_KEY")

@@ -172,8 +172,10 @@ func TestWorkloadFlagsAndYAMLAgree(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if wy.WorkloadDigest != wf.WorkloadDigest {
-			t.Errorf("workload %s: digest %s, flags %s", c.yaml, wy.WorkloadDigest, wf.WorkloadDigest)
+		dy, erry := wy.TrafficDigest()
+		df, errf := wf.TrafficDigest()
+		if erry != nil || errf != nil || dy != df {
+			t.Errorf("workload %s: digest %s (%v), flags %s (%v)", c.yaml, dy, erry, df, errf)
 		}
 	}
 }
