@@ -12,6 +12,7 @@ import (
 
 	"github.com/inferprobe/inferprobe/loadgen"
 	"github.com/inferprobe/inferprobe/loadgen/prompt"
+	"github.com/inferprobe/inferprobe/loadgen/schedule"
 )
 
 // baseYAML is a minimal valid configuration; tests edit it with strings.Replace.
@@ -37,7 +38,7 @@ func replace(s string, pairs ...string) string { return strings.NewReplacer(pair
 
 func mustParse(t *testing.T, text string) *Config {
 	t.Helper()
-	c, err := Parse([]byte(text), testParser)
+	c, err := Parse([]byte(text))
 	if err != nil {
 		t.Fatalf("Parse: %v\n%s", err, text)
 	}
@@ -71,7 +72,7 @@ func TestParseDefaults(t *testing.T) {
 	if w.Endpoint != tg.Endpoint || w.Model != "opt" || !reflect.DeepEqual(w.Concurrency, []int{2}) || w.Requests != 4 {
 		t.Errorf("workload %+v", w)
 	}
-	if p.Tokenizer == nil || p.TokName != "cl100k_base" {
+	if p.Tokenizer == nil || p.TokName != "auto" {
 		t.Errorf("tokenizer %v %q", p.Tokenizer, p.TokName)
 	}
 	want := map[string][]float64{"client.ttft": {0.5}, "client.e2e": {2}}
@@ -316,8 +317,8 @@ func TestParseErrors(t *testing.T) {
 		{"workload empty list", workload("      input-tokens: []\n"), "probes[0].workload.input-tokens", "an empty list"},
 		{"workload null", workload("      requests:\n"), "probes[0].workload.requests", "a value is required"},
 		{"workload null in list", workload("      input-tokens: [1, null]\n"), "probes[0].workload.input-tokens", "a value is required"},
-		{"workload unknown flag", workload("      bogus-flag: 1\n"), "probes[0].workload", "bogus-flag"},
-		{"workload invalid value", workload("      requests: many\n"), "probes[0].workload", "requests"},
+		{"workload unknown flag", workload("      bogus-flag: 1\n"), "probes[0].workload.bogus-flag", "bogus-flag"},
+		{"workload invalid value", workload("      requests: many\n"), "probes[0].workload.requests", "requests"},
 		{"workload rejected by Validate", workload("      arrival: poisson\n      rate: [-1]\n      requests: 4\n"), "probes[0].workload.rate", "--rate values must be finite and > 0"},
 		{"continuous without duration or requests", replace(baseYAML, "every: 5m", "continuous: true", "      requests: 4\n", ""), "probes[0].workload", "continuous probe needs duration or requests"},
 		{"continuous with one request", replace(baseYAML, "every: 5m", "continuous: true", "requests: 4", "requests: 1"), "probes[0].workload", "continuous probe needs"},
@@ -325,7 +326,7 @@ func TestParseErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := Parse([]byte(tc.text), testParser)
+			c, err := Parse([]byte(tc.text))
 			if err == nil {
 				t.Fatalf("Parse accepted it: %+v\n%s", c, tc.text)
 			}
@@ -350,17 +351,10 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
-// TestParseNoParser: a programming error, not a configuration error.
-func TestParseNoParser(t *testing.T) {
-	if _, err := Parse([]byte(baseYAML), nil); err == nil || strings.Contains(err.Error(), "config:") {
-		t.Fatalf("Parse without a parser: %v", err)
-	}
-}
-
 func TestLoad(t *testing.T) {
 	dir := t.TempDir()
 	p := writeFile(t, dir, "ok.yaml", baseYAML)
-	c, err := Load(p, testParser)
+	c, err := Load(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +364,7 @@ func TestLoad(t *testing.T) {
 
 	// Over MaxConfigBytes: refused without parsing (a comment would be valid YAML).
 	big := baseYAML + "#" + strings.Repeat("x", MaxConfigBytes) + "\n"
-	_, err = Load(writeFile(t, dir, "big.yaml", big), testParser)
+	_, err = Load(writeFile(t, dir, "big.yaml", big))
 	var ce *ConfigError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "larger than 4194304 bytes") {
 		t.Fatalf("a file over the limit: %v", err)
@@ -380,121 +374,137 @@ func TestLoad(t *testing.T) {
 	if len(exact) != MaxConfigBytes {
 		t.Fatalf("test file is %d bytes", len(exact))
 	}
-	if _, err := Load(writeFile(t, dir, "exact.yaml", exact), testParser); err != nil {
+	if _, err := Load(writeFile(t, dir, "exact.yaml", exact)); err != nil {
 		t.Fatalf("a file of exactly MaxConfigBytes: %v", err)
 	}
 
-	_, err = Load(filepath.Join(dir, "missing.yaml"), testParser)
+	_, err = Load(filepath.Join(dir, "missing.yaml"))
 	if !errors.As(err, &ce) || !errors.Is(err, err) || !strings.Contains(err.Error(), "no such file") {
 		t.Fatalf("a missing file: %v", err)
 	}
 }
 
-// TestWorkloadArgs: the flags a workload mapping becomes, in key order.
-func TestWorkloadArgs(t *testing.T) {
-	w := map[string]any{
-		"rate":              []any{2, 4.5},
-		"arrival":           "poisson",
-		"stream":            false,
-		"duration":          60,
-		"shared-prefix":     0.25,
-		"seed":              int64(-9223372036854775808),
-		"big":               uint64(18446744073709551615),
-		"tiny":              1e-7,
-		"input-tokens":      []any{512, "1k"},
-		"extra-body":        `{"ignore_eos": true}`,
-		"prefix-groups":     []any{true},
-		"x":                 "",
-		"ratio":             float64(3),
-		"overflow":          "drop",
-		"with-comma-string": "a,b",
+// TestWorkloadForms: a workload mapping's values in every form profile's flags take them —
+// scalars, lists and comma-separated strings for list flags, numbers written as strings,
+// booleans as strings or numbers, seconds as numbers, extra-body as a mapping or a JSON
+// string — with the target's endpoint, model and key.
+func TestWorkloadForms(t *testing.T) {
+	cases := []struct {
+		workload string
+		check    func(c *loadgen.Config) bool
+	}{
+		{"{arrival: poisson, rate: [2, 4.5], duration: 60}", func(c *loadgen.Config) bool {
+			return c.Arrival == schedule.Poisson && reflect.DeepEqual(c.Rates, []float64{2, 4.5}) && c.Duration == time.Minute && c.MaxInFlight == 128
+		}},
+		{"{arrival: fixed-rate, rate: 2, requests: '6', max-in-flight: 4, overflow: drop}", func(c *loadgen.Config) bool {
+			return reflect.DeepEqual(c.Rates, []float64{2}) && c.Requests == 6 && c.MaxInFlight == 4 && c.Overflow == loadgen.OverflowDrop
+		}},
+		{"{input-tokens: '512,2048', output-tokens: [16, '32,64'], concurrency: [1, 2]}", func(c *loadgen.Config) bool {
+			return reflect.DeepEqual(c.InputTokens, []int{512, 2048}) && reflect.DeepEqual(c.OutputTokens, []int{16, 32, 64}) && reflect.DeepEqual(c.Concurrency, []int{1, 2})
+		}},
+		{"{stream: false}", func(c *loadgen.Config) bool { return !c.Stream && c.StreamUsage }},
+		{"{no-stream: true, no-stream-usage: 'true'}", func(c *loadgen.Config) bool { return !c.Stream && !c.StreamUsage }},
+		{"{stream-usage: 0}", func(c *loadgen.Config) bool { return c.Stream && !c.StreamUsage }},
+		{"{extra-body: {ignore_eos: true, top_k: 5}}", func(c *loadgen.Config) bool {
+			return fmt.Sprint(c.ExtraBody) == "map[ignore_eos:true top_k:5]"
+		}},
+		{`{extra-body: '{"temperature": 0.5}'}`, func(c *loadgen.Config) bool { return fmt.Sprint(c.ExtraBody) == "map[temperature:0.5]" }},
+		{"{seed: -9223372036854775808, timeout: 2.5, drain-timeout: 1, requests: 0x10}", func(c *loadgen.Config) bool {
+			return c.Seed == -9223372036854775808 && c.Timeout == 2500*time.Millisecond && c.DrainTimeout == time.Second && c.Requests == 16
+		}},
+		{"{prompt-mode: shared-prefix, shared-prefix-ratio: 0.25, prefix-groups: 2, cache-state: cold, cache-reset-timeout: 0}", func(c *loadgen.Config) bool {
+			return c.PromptMode == prompt.SharedPrefix && c.SharedPrefixRatio == 0.25 && c.PrefixGroups == 2 && c.CacheState == loadgen.CacheCold && c.CacheResetTimeout == 0
+		}},
 	}
-	got, err := workloadArgs("probes[0].workload", w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{
-		"--arrival=poisson",
-		"--big=18446744073709551615",
-		"--duration=60",
-		`--extra-body={"ignore_eos": true}`,
-		"--input-tokens=512,1k",
-		"--overflow=drop",
-		"--prefix-groups=true",
-		"--rate=2,4.5",
-		"--ratio=3",
-		"--seed=-9223372036854775808",
-		"--shared-prefix=0.25",
-		"--stream=false",
-		"--tiny=1e-07",
-		"--with-comma-string=a,b",
-		"--x=",
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("workloadArgs:\n got %q\nwant %q", got, want)
-	}
-	if args, err := workloadArgs("k", nil); err != nil || len(args) != 0 {
-		t.Fatalf("empty workload: %q %v", args, err)
-	}
-
-	// From YAML, through Parse: the parser gets the target's flags first, then these.
-	var seen []string
-	parse := func(args []string) (*loadgen.Config, prompt.Tokenizer, string, error) {
-		seen = append([]string(nil), args...)
-		return testParser(args)
-	}
-	text := replace(baseYAML, "      concurrency: [2]\n      requests: 4\n",
-		"      requests: 4\n      concurrency: [1, 2]\n      output-tokens: [16]\n      timeout: 2.5\n      seed: 7\n")
-	if _, err := Parse([]byte(text), parse); err != nil {
-		t.Fatal(err)
-	}
-	want = []string{"--endpoint=http://127.0.0.1:8000/v1/chat/completions", "--model=opt", "--api-key=",
-		"--concurrency=1,2", "--output-tokens=16", "--requests=4", "--seed=7", "--timeout=2.5"}
-	if !reflect.DeepEqual(seen, want) {
-		t.Fatalf("parser args:\n got %q\nwant %q", seen, want)
+	for _, tc := range cases {
+		text := replace(baseYAML, "      concurrency: [2]\n      requests: 4\n", "      "+tc.workload+"\n", "workload:\n", "workload:")
+		c, err := Parse([]byte(text))
+		if err != nil {
+			t.Errorf("%s: %v", tc.workload, err)
+			continue
+		}
+		w := c.Probes[0].Workload
+		if w.Endpoint != "http://127.0.0.1:8000/v1/chat/completions" || w.Model != "opt" || w.APIKey != "" || !tc.check(w) {
+			t.Errorf("%s: %+v", tc.workload, w)
+		}
 	}
 }
 
-// TestAPIKeyNeverInErrors: the key read from api_key_env reaches the workload parser, and no
-// configuration error repeats it — not even one from a parser that quotes its arguments.
+// TestWorkloadErrorsNameKeyAndLine: a workload error names the key and its line — the list
+// item's line for a bad item, the key's line for a rule about that setting, the mapping's
+// for a rule about the whole workload — in the configuration's terms, without Go's.
+func TestWorkloadErrorsNameKeyAndLine(t *testing.T) {
+	workload := func(s string) string { return replace(baseYAML, "      concurrency: [2]\n      requests: 4\n", s) }
+	// baseYAML's workload mapping starts on line 15.
+	for _, c := range []struct{ name, text, want string }{
+		{"wrong type in a flow list", workload("      requests: 4\n      input-tokens: [512, \"x\"]\n"),
+			`config: probes[0].workload.input-tokens: want a whole number, not "x" (line 16)`},
+		{"wrong type in a block list", workload("      requests: 4\n      rate:\n        - 1\n        - fast\n      arrival: poisson\n"),
+			`config: probes[0].workload.rate: want a number, not "fast" (line 18)`},
+		{"wrong type in a comma string", workload("      input-tokens: '512,1k'\n"),
+			`config: probes[0].workload.input-tokens: want a whole number, not "1k" (line 15)`},
+		{"unknown key", workload("      requests: 4\n      input-tokenz: [512]\n"),
+			`config: probes[0].workload.input-tokenz: unknown key "input-tokenz" (line 16)`},
+		{"key given twice", workload("      requests: 4\n      requests: 5\n"),
+			`config: probes[0].workload.requests: is given twice (first on line 15) (line 16)`},
+		{"not a mapping", workload("      - requests\n"), `config: probes[0].workload: want a mapping of profile flags (e.g. requests: 10), not a list (line 15)`},
+		{"rule about a setting", workload("      requests: 4\n      max-in-flight: 4\n"),
+			"config: probes[0].workload.max-in-flight: --max-in-flight and --overflow apply to open-loop arrivals only (line 16)"},
+		{"rule about a setting not given", workload("      arrival: poisson\n      requests: 4\n"),
+			"config: probes[0].workload.arrival: --arrival poisson needs --rate (line 15)"},
+		{"rule about the workload", workload("      concurrency: [2, 2]\n"), "config: probes[0].workload: two workload cases would share the ID c2_in32_out8 (line 15)"},
+		{"reserved key", workload("      requests: 4\n      model: x\n"), "config: probes[0].workload.model: is set by the target's model (line 16)"},
+	} {
+		_, err := Parse([]byte(c.text))
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%s: %v\n want %s", c.name, err, c.want)
+		}
+	}
+}
+
+// TestAPIKeyNeverInErrors: the key read from api_key_env reaches the workload, and no
+// configuration error repeats it — whichever rule of the workload, its decoding or the rest
+// of the file refuses the configuration.
 func TestAPIKeyNeverInErrors(t *testing.T) {
 	const secret = "sk-very-secret-0123456789"
 	t.Setenv("INFERPROBE_DAEMON_TEST_SECRET", secret)
 	withKey := replace(baseYAML, "model: opt", "model: opt\n    api_key_env: INFERPROBE_DAEMON_TEST_SECRET")
-
-	var seen []string
-	quoting := func(args []string) (*loadgen.Config, prompt.Tokenizer, string, error) {
-		seen = append([]string(nil), args...)
-		cfg, tk, name, err := testParser(args)
-		if err != nil {
-			return nil, nil, "", errors.New("config: invalid workload " + strings.Join(args, " ") + ": " + err.Error())
-		}
-		return cfg, tk, name, nil
-	}
-	c, err := Parse([]byte(withKey), quoting)
+	c, err := Parse([]byte(withKey))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Probes[0].Workload.APIKey != secret || !strings.Contains(strings.Join(seen, " "), "--api-key="+secret) {
-		t.Fatalf("the key did not reach the parser: %q", seen)
+	if c.Probes[0].Workload.APIKey != secret {
+		t.Fatalf("the workload's API key is %q", c.Probes[0].Workload.APIKey)
 	}
-	for _, text := range []string{
-		replace(withKey, "requests: 4", "requests: many"),
-		replace(withKey, "requests: 4", "bogus: 1"),
-		replace(withKey, "requests: 4", "arrival: poisson"),
+	texts := []string{
 		replace(withKey, "every: 5m", "continuous: true", "requests: 4", "requests: 1"),
 		replace(withKey, "metrics_url: default", "metrics_url: 'http://u:p@x/metrics'"),
 		replace(withKey, "slo: chat", "slo: none"),
+		replace(withKey, "base_url: http://127.0.0.1:8000/v1/", "base_url: http://127.0.0.1:99999/v1/"),
+	}
+	for _, w := range []string{
+		"requests: many", "bogus: 1", "arrival: poisson", "api-key: " + secret, "input-tokens: [1, x]", "rate: [1]",
+		"timeout: 0", "timeout: .nan", "drain-timeout: 0", "duration: 0", "requests: 0", "concurrency: [0]", "max-in-flight: 2",
+		"extra-body: '{'", "extra-body: {model: x}", "max-tokens-field: x", "arrival: ''", "arrival: replay",
+		"arrival-trace: /nonexistent/trace.jsonl", "arrival-trace-case: x", "prompt-mode: x", "cache-state: x",
+		"cache-reset-url: ftp://x", "tokenizer: x", "tiktoken-encoding: x", "output-tokens: [99999999]",
+		"stream: x", "no-stream: true\n      stream: true", "seed: 2024-01-01", "requests: {a: 1}",
 	} {
-		for _, parse := range []WorkloadParser{testParser, quoting} {
-			_, err := Parse([]byte(text), parse)
-			if err == nil {
-				t.Fatalf("accepted:\n%s", text)
-			}
-			if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), secret[:12]) {
-				t.Fatalf("the API key appears in %q", err)
-			}
+		texts = append(texts, replace(withKey, "requests: 4", w))
+	}
+	for _, text := range texts {
+		_, err := Parse([]byte(text))
+		if err == nil {
+			t.Fatalf("accepted:\n%s", text)
 		}
+		if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), secret[:12]) {
+			t.Fatalf("the API key appears in %q", err)
+		}
+	}
+	// A key that no HTTP header can carry is refused without repeating it.
+	t.Setenv("INFERPROBE_DAEMON_TEST_SECRET", secret+"\n")
+	if _, err := Parse([]byte(withKey)); err == nil || strings.Contains(err.Error(), secret[:12]) || !strings.Contains(err.Error(), "HTTP header") {
+		t.Fatalf("a key with a newline: %v", err)
 	}
 }
 
@@ -510,7 +520,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("probes: [{workload: {1: 2, ? [a]: b}}]\n"))
 	f.Add([]byte("\xff\xfe"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := Parse(data, testParser)
+		c, err := Parse(data)
 		if err != nil {
 			var ce *ConfigError
 			if !errors.As(err, &ce) {
@@ -579,11 +589,11 @@ func TestProbeKey(t *testing.T) {
 // reload must not look like a threshold change (which rebuilds the exporter).
 func TestThresholdsDeduplicated(t *testing.T) {
 	text := baseYAML + "  - name: second\n    target: vllm\n    slo: chat\n    every: 1h\n    workload: {requests: 2}\n"
-	c, err := Parse([]byte(text), testParser)
+	c, err := Parse([]byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
-	one, err := Parse([]byte(baseYAML), testParser)
+	one, err := Parse([]byte(baseYAML))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -601,7 +611,7 @@ func TestWorkloadAndCountErrorsInConfigTerms(t *testing.T) {
 		{"date", replace(baseYAML, "requests: 4", "requests: 4\n      seed: 2024-01-01"), "probes[0].workload.seed", "quote dates"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Parse([]byte(c.text), testParser)
+			_, err := Parse([]byte(c.text))
 			var ce *ConfigError
 			if !errors.As(err, &ce) || ce.Key != c.key || !strings.Contains(err.Error(), c.msg) || strings.Contains(err.Error(), "strconv") || strings.Contains(err.Error(), "interface") {
 				t.Fatalf("%v, want key %s saying %q", err, c.key, c.msg)

@@ -24,8 +24,6 @@ import (
 
 // Options configure a Daemon.
 type Options struct {
-	// Parse is profile's workload parser (used again on every reload).
-	Parse WorkloadParser
 	// Version is inferprobe's version (artifacts and inferprobe_build_info).
 	Version string
 	// Logger receives the daemon's log; default slog.Default().
@@ -228,7 +226,7 @@ func (d *Daemon) Reload() error {
 	if d.stopping.Load() {
 		return errReloadStopping
 	}
-	cfg, err := Load(path, d.opts.Parse)
+	cfg, err := Load(path)
 	if err != nil {
 		d.reloadOK.Store(false)
 		d.log.Error("reload failed; keeping the running configuration", "err", err)
@@ -272,6 +270,13 @@ func (d *Daemon) apply(cfg, old *Config) {
 			delete(d.scrapes, name)
 		}
 	}
+	d.applyProbes(cfg, exp)
+	d.applyScrapes(cfg, exp)
+}
+
+// applyProbes stops the loops of probes that changed or went, moves unchanged ones to cfg
+// and starts the new and changed ones. d.mu is held.
+func (d *Daemon) applyProbes(cfg *Config, exp *exporter.Exporter) {
 	want := map[string]*Probe{}
 	for _, p := range cfg.Probes {
 		want[p.Name] = p
@@ -287,32 +292,41 @@ func (d *Daemon) apply(cfg, old *Config) {
 		}
 	}
 	for _, p := range cfg.Probes {
-		if d.loops[p.Name] != nil {
-			continue
+		if d.loops[p.Name] == nil {
+			d.startProbe(cfg, p, exp)
 		}
-		l := &probeLoop{d: d, p: p, exp: exp, wake: make(chan struct{}), done: make(chan struct{})}
-		l.cfg.Store(cfg)
-		interval := p.Every
-		if p.Continuous {
-			interval = p.runLength()
-		}
-		var objective *float64
-		slo := ""
-		if p.SLO != nil {
-			slo, objective = p.SLO.Policy.Name, &p.SLO.Objective
-		}
-		exp.SetProbeConfig(l.labels(), interval.Seconds(), slo, objective)
-		var ids []string
-		if cases, err := p.Workload.Cases(); err == nil {
-			for _, c := range cases {
-				ids = append(ids, c.ID)
-			}
-		}
-		exp.InitCases(l.labels(), slo, ids)
-		d.loops[p.Name] = l
-		d.wg.Add(1)
-		go l.run()
 	}
+}
+
+// startProbe publishes a probe's settings and cases and starts its loop. d.mu is held.
+func (d *Daemon) startProbe(cfg *Config, p *Probe, exp *exporter.Exporter) {
+	l := &probeLoop{d: d, p: p, exp: exp, wake: make(chan struct{}), done: make(chan struct{})}
+	l.cfg.Store(cfg)
+	interval := p.Every
+	if p.Continuous {
+		interval = p.runLength()
+	}
+	var objective *float64
+	slo := ""
+	if p.SLO != nil {
+		slo, objective = p.SLO.Policy.Name, &p.SLO.Objective
+	}
+	exp.SetProbeConfig(l.labels(), interval.Seconds(), slo, objective)
+	var ids []string
+	if cases, err := p.Workload.Cases(); err == nil {
+		for _, c := range cases {
+			ids = append(ids, c.ID)
+		}
+	}
+	exp.InitCases(l.labels(), slo, ids)
+	d.loops[p.Name] = l
+	d.wg.Add(1)
+	go l.run()
+}
+
+// applyScrapes stops the scrapes of targets that changed or went and starts the new and
+// changed ones. d.mu is held.
+func (d *Daemon) applyScrapes(cfg *Config, exp *exporter.Exporter) {
 	wantT := map[string]*Target{}
 	for _, t := range cfg.Targets {
 		if t.MetricsURL != "" {

@@ -223,7 +223,7 @@ probes:
 // detached runs, are unrouted.
 func TestSpanFeedRouting(t *testing.T) {
 	cfg := mustParse(t, baseYAML)
-	d := New(cfg, Options{Parse: testParser, Logger: quietLogger()})
+	d := New(cfg, Options{Logger: quietLogger()})
 	type got struct {
 		run string
 		rec *artifact.VLLMSpan
@@ -627,12 +627,12 @@ func (rt *runTimes) get(probe string) ([]time.Time, []RunResult) {
 // startTimed starts a daemon on text that records its runs' end times.
 func startTimed(t *testing.T, text string) (*Daemon, *runTimes) {
 	t.Helper()
-	cfg, err := Parse([]byte(text), testParser)
+	cfg, err := Parse([]byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
 	rt := &runTimes{end: map[string][]time.Time{}, res: map[string][]RunResult{}}
-	d := New(cfg, Options{Parse: testParser, Logger: quietLogger(), OnRunEnd: rt.add})
+	d := New(cfg, Options{Logger: quietLogger(), OnRunEnd: rt.add})
 	if err := d.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -833,7 +833,7 @@ probes:
 
 // TestShutdownWithoutStart: nothing to stop.
 func TestShutdownWithoutStart(t *testing.T) {
-	d := New(mustParse(t, baseYAML), Options{Parse: testParser, Logger: quietLogger()})
+	d := New(mustParse(t, baseYAML), Options{Logger: quietLogger()})
 	if err := d.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -860,11 +860,11 @@ func TestStartFailsWhenAReceiverCannotBind(t *testing.T) {
 				other = "grpc_listen"
 			}
 			text := fmt.Sprintf("listen: %s\nreceiver:\n  %s: %s\n  %s: 127.0.0.1:0\nartifacts: {dir: %s}\n", metricsAddr, which, busy.Addr(), other, t.TempDir()) + baseYAML
-			cfg, err := Parse([]byte(text), testParser)
+			cfg, err := Parse([]byte(text))
 			if err != nil {
 				t.Fatal(err)
 			}
-			d := New(cfg, Options{Parse: testParser, Logger: quietLogger()})
+			d := New(cfg, Options{Logger: quietLogger()})
 			if err := d.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "OTLP/") {
 				_ = d.Shutdown(context.Background())
 				t.Fatalf("Start: %v, want the receiver's bind error", err)

@@ -2,26 +2,20 @@ package daemon
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/inferprobe/inferprobe/internal/testkit"
 	"github.com/inferprobe/inferprobe/loadgen"
 	"github.com/inferprobe/inferprobe/loadgen/prompt"
-	"github.com/inferprobe/inferprobe/loadgen/schedule"
 	"github.com/inferprobe/inferprobe/sim"
 )
 
@@ -36,94 +30,15 @@ func testTokenizer() (prompt.Tokenizer, error) {
 	return tok, tokErr
 }
 
-// intList and floatList are comma-separated list flags (profile's list flags take "2,4").
-type intList []int
-
-func (l *intList) String() string { return fmt.Sprint(*l) }
-func (l *intList) Set(s string) error {
-	*l = nil
-	for _, p := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil {
-			return fmt.Errorf("%q is not an integer", p)
-		}
-		*l = append(*l, n)
+// init lays the tests' probe workloads over a smaller base than profile's defaults: short
+// prompts (32 tokens), 8 output tokens that the sim produces exactly (ignore_eos), a 10 s
+// timeout and seed 1.
+func init() {
+	baseWorkload = func() loadgen.Workload {
+		timeout := 10.0
+		return loadgen.Workload{Timeout: &timeout, InputTokens: []int{32}, OutputTokens: []int{8}, Seed: 1,
+			ExtraBody: `{"ignore_eos": true}`}
 	}
-	return nil
-}
-
-type floatList []float64
-
-func (l *floatList) String() string { return fmt.Sprint(*l) }
-func (l *floatList) Set(s string) error {
-	*l = nil
-	for _, p := range strings.Split(s, ",") {
-		f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-		if err != nil {
-			return fmt.Errorf("%q is not a number", p)
-		}
-		*l = append(*l, f)
-	}
-	return nil
-}
-
-// testParser is a small stand-in for cmd/inferprobe's profile flag parser: a few of profile's
-// flags, with its defaults (streaming with usage, 10 s timeout, a new run id) and
-// loadgen.Config.Validate; unknown flags are errors. Requests ignore_eos so that the sim
-// produces exactly --output-tokens.
-func testParser(args []string) (*loadgen.Config, prompt.Tokenizer, string, error) {
-	fs := flag.NewFlagSet("workload", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var (
-		endpoint, model, apiKey, arrival string
-		conc, in, out                    intList
-		rates                            floatList
-		requests, warmup                 int
-		seed                             int64
-		duration, timeout, drainTimeout  float64
-	)
-	fs.StringVar(&endpoint, "endpoint", "", "")
-	fs.StringVar(&model, "model", "", "")
-	fs.StringVar(&apiKey, "api-key", "", "")
-	fs.StringVar(&arrival, "arrival", "closed", "")
-	fs.Var(&conc, "concurrency", "")
-	fs.Var(&rates, "rate", "")
-	fs.Var(&in, "input-tokens", "")
-	fs.Var(&out, "output-tokens", "")
-	fs.IntVar(&requests, "requests", 0, "")
-	fs.IntVar(&warmup, "warmup-requests", 0, "")
-	fs.Int64Var(&seed, "seed", 1, "")
-	fs.Float64Var(&duration, "duration", 0, "")
-	fs.Float64Var(&timeout, "timeout", 10, "")
-	fs.Float64Var(&drainTimeout, "drain-timeout", 0, "")
-	if err := fs.Parse(args); err != nil {
-		return nil, nil, "", err
-	}
-	if fs.NArg() > 0 {
-		return nil, nil, "", fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	if len(in) == 0 {
-		in = intList{32}
-	}
-	if len(out) == 0 {
-		out = intList{8}
-	}
-	secs := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
-	cfg := &loadgen.Config{
-		Endpoint: endpoint, Model: model, APIKey: apiKey, RunID: uuid.NewString(),
-		Timeout: secs(timeout), DrainTimeout: secs(drainTimeout), Stream: true, StreamUsage: true,
-		Concurrency: conc, InputTokens: in, OutputTokens: out, Requests: requests, WarmupRequests: warmup,
-		Duration: secs(duration), Arrival: schedule.Mode(arrival), Rates: rates, Seed: seed,
-		ExtraBody: map[string]any{"ignore_eos": true},
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, nil, "", err
-	}
-	tk, err := testTokenizer()
-	if err != nil {
-		return nil, nil, "", err
-	}
-	return cfg, tk, "cl100k_base", nil
 }
 
 // quietLogger discards the daemon's log unless DAEMON_TEST_LOG is set.
@@ -153,12 +68,12 @@ func startSim(t *testing.T, mod func(*sim.Config)) *sim.Server { return testkit.
 func startDaemon(t *testing.T, text string) (*Daemon, string, <-chan RunResult) {
 	t.Helper()
 	path := writeFile(t, t.TempDir(), "inferprobe.yaml", text)
-	cfg, err := Load(path, testParser)
+	cfg, err := Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	runs := make(chan RunResult, 64)
-	d := New(cfg, Options{Parse: testParser, Version: "test", Logger: quietLogger(), OnRunEnd: func(r RunResult) {
+	d := New(cfg, Options{Version: "test", Logger: quietLogger(), OnRunEnd: func(r RunResult) {
 		select {
 		case runs <- r:
 		default:

@@ -21,8 +21,6 @@ import (
 	"time"
 
 	"github.com/inferprobe/inferprobe/daemon"
-	"github.com/inferprobe/inferprobe/loadgen"
-	"github.com/inferprobe/inferprobe/loadgen/prompt"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -580,26 +578,15 @@ func checkDaemonConfig(t *testing.T, where string, b []byte) daemonConfig {
 	return c
 }
 
-// TestDeployConfigsLoadInDaemon: the shipped daemon configs pass the daemon's own loader. The
-// workload flags go to a stand-in for `inferprobe profile`'s parser (package main) that accepts
-// only --name=value pairs naming profile flags.
+// TestDeployConfigsLoadInDaemon: the shipped daemon configs pass the daemon's own loader,
+// workloads included.
 func TestDeployConfigsLoadInDaemon(t *testing.T) {
-	flags := profileFlags()
-	parse := func(args []string) (*loadgen.Config, prompt.Tokenizer, string, error) {
-		for _, a := range args {
-			name, _, ok := strings.Cut(strings.TrimPrefix(a, "--"), "=")
-			if !strings.HasPrefix(a, "--") || !ok || (flags != nil && !flags[name]) {
-				return nil, nil, "", fmt.Errorf("not a profile flag: %q", a)
-			}
-		}
-		return &loadgen.Config{}, nil, "none", nil
-	}
 	cm := only(t, k8sObjects(t), "ConfigMap")
 	for where, data := range map[string][]byte{
 		"deploy/inferprobe/inferprobe.yaml": readDeploy(t, "inferprobe/inferprobe.yaml"),
 		"deploy/kubernetes/configmap.yaml":  []byte(str(cm, "data", "inferprobe.yaml")),
 	} {
-		c, err := daemon.Parse(data, parse)
+		c, err := daemon.Parse(data)
 		if err != nil {
 			t.Errorf("%s: %v", where, err)
 			continue
@@ -608,8 +595,7 @@ func TestDeployConfigsLoadInDaemon(t *testing.T) {
 			t.Errorf("%s: listen %s, receiver %s / %s, %d probes", where, c.Listen, c.GRPCListen, c.HTTPListen, len(c.Probes))
 		}
 	}
-	// The stand-in parser rejects what the real one would.
-	if _, err := daemon.Parse(bytes.Replace(readDeploy(t, "inferprobe/inferprobe.yaml"), []byte("input-tokens:"), []byte("input-tokenz:"), 1), parse); err == nil {
+	if _, err := daemon.Parse(bytes.Replace(readDeploy(t, "inferprobe/inferprobe.yaml"), []byte("input-tokens:"), []byte("input-tokenz:"), 1)); err == nil {
 		t.Error("a misspelt workload flag was accepted")
 	}
 }

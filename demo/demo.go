@@ -169,6 +169,7 @@ func (d *Demo) runs(exp *exporter.Exporter, policy *analyze.Policy, version stri
 		if c.CacheState == loadgen.CacheCold {
 			c.CacheResetURL = d.EngineURL + "/reset_prefix_cache"
 		}
+		c.Defaults()
 		if err := c.Validate(); err != nil {
 			return nil, err
 		}

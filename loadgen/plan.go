@@ -8,24 +8,16 @@
 // incremental event-stream parser), client (the HTTP/SSE client and outcome classes),
 // schedule (arrival schedules and the pacer) and prompt (prompt building and token counts).
 //
-// The behavioural contract is stormlog's `infer profile` (shared/seeds and
-// shared/research/stormlog.md §2.1, §2.5, §5 items 1–26): flag meanings, case ids, record
+// The behavioural contract is stormlog's `infer profile`: flag meanings, case ids, record
 // fields and drain rules follow it.
 package loadgen
 
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
-	"math"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
-	"golang.org/x/net/http/httpguts"
-
-	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/loadgen/prompt"
 	"github.com/inferprobe/inferprobe/loadgen/schedule"
 )
@@ -47,7 +39,7 @@ const MaxArrivals = schedule.MaxArrivals
 
 // MaxConcurrency bounds --concurrency and --max-in-flight: every in-flight request holds a
 // connection, and near 10k connections a 2-core host runs out of ports and descriptors long
-// before the server does (DESIGN.md, "Timing facts").
+// before the server does.
 const MaxConcurrency = 50_000
 
 // MaxOutputTokens bounds --output-tokens (a cap far beyond any served context length).
@@ -57,8 +49,9 @@ const MaxOutputTokens = 1 << 24
 // override them (nor the output cap field named by MaxTokensField).
 var ReservedBodyFields = []string{"model", "messages", "stream", "stream_options"}
 
-// Config is a whole profile run as the user asked for it. Durations are wall-clock; counts
-// are per case. Validate checks every rule of the contract; Cases expands the matrix.
+// Config is a whole profile run. Durations are wall-clock; counts are per case. Defaults
+// fills what is left unset, Validate checks every rule of the contract, Cases expands the
+// matrix; Workload.Config builds one from profile's flags or a probe's workload mapping.
 type Config struct {
 	Endpoint string // full /v1/chat/completions URL (derived from --base-url when that was given)
 	Model    string
@@ -113,223 +106,6 @@ type Case struct {
 
 // OpenLoop reports whether the arrival mode is open-loop (anything but closed).
 func (c *Config) OpenLoop() bool { return c.Arrival != schedule.Closed }
-
-// UsageError is an unusable setting: the CLI maps it to exit code 2, before anything is sent
-// or written.
-type UsageError struct{ Msg string }
-
-func (e *UsageError) Error() string { return e.Msg }
-
-func usagef(format string, args ...any) error { return &UsageError{Msg: fmt.Sprintf(format, args...)} }
-
-// IsUsage reports whether err is a UsageError.
-func IsUsage(err error) bool {
-	var u *UsageError
-	return errors.As(err, &u)
-}
-
-// Validate checks the configuration against the contract's rules and fills defaults that
-// depend on other settings (DrainTimeout, MaxInFlight, Overflow). Every error is a *UsageError.
-func (c *Config) Validate() error {
-	if c.Endpoint == "" {
-		return usagef("one of --endpoint or --base-url is required")
-	}
-	u, err := url.Parse(c.Endpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usagef("endpoint %q must be an http or https URL", artifact.RedactURL(c.Endpoint))
-	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return usagef("endpoint %q: port %s is not within 1..65535", artifact.RedactURL(c.Endpoint), p)
-		}
-	}
-	if !httpguts.ValidHeaderFieldValue(c.APIKey) {
-		return usagef("the API key holds characters an HTTP header cannot carry (control characters or newlines)")
-	}
-	if c.RunID == "" || len(c.RunID) > 128 || !httpguts.ValidHeaderFieldValue(c.RunID) || strings.ContainsAny(c.RunID, " \t") {
-		return usagef("the run id must be 1 to 128 printable characters without spaces (it is sent in X-Request-Id)")
-	}
-	if strings.TrimSpace(c.Model) == "" {
-		return usagef("--model is required")
-	}
-	if c.Timeout <= 0 {
-		return usagef("--timeout must be > 0")
-	}
-	if c.DrainTimeout < 0 {
-		return usagef("--drain-timeout must be > 0")
-	}
-	if c.DrainTimeout == 0 {
-		c.DrainTimeout = c.Timeout
-	}
-	switch c.MaxTokensField {
-	case "":
-		c.MaxTokensField = "max_tokens"
-	case "max_tokens", "max_completion_tokens":
-	default:
-		return usagef("--max-tokens-field must be max_tokens or max_completion_tokens, not %q", c.MaxTokensField)
-	}
-	for k := range c.ExtraBody {
-		for _, r := range append(ReservedBodyFields, c.MaxTokensField) {
-			if k == r {
-				return usagef("--extra-body may not set %q: inferprobe sets it itself", k)
-			}
-		}
-		if k == "max_tokens" || k == "max_completion_tokens" {
-			return usagef("--extra-body may not set %q: use --output-tokens", k)
-		}
-	}
-	if len(c.InputTokens) == 0 || len(c.OutputTokens) == 0 {
-		return usagef("--input-tokens and --output-tokens need at least one value")
-	}
-	for _, v := range c.InputTokens {
-		if v < 1 || v > prompt.MaxInputTokens {
-			return usagef("--input-tokens values must be within 1..%d, got %d", prompt.MaxInputTokens, v)
-		}
-	}
-	for _, v := range c.OutputTokens {
-		if v < 1 || v > MaxOutputTokens {
-			return usagef("--output-tokens values must be within 1..%d, got %d", MaxOutputTokens, v)
-		}
-	}
-	if c.Requests < 0 {
-		return usagef("--requests must be ≥ 1")
-	}
-	if c.Duration < 0 {
-		return usagef("--duration must be > 0")
-	}
-	if c.Duration > 0 && c.Requests > 1 {
-		return usagef("--duration and --requests are mutually exclusive")
-	}
-	if c.Duration > 0 && c.Requests == 1 {
-		c.Requests = 0 // legacy default --requests 1 given with --duration
-	}
-	if c.WarmupRequests < 0 {
-		return usagef("--warmup-requests must be ≥ 0")
-	}
-	switch c.Arrival {
-	case "":
-		c.Arrival = schedule.Closed
-	case schedule.Closed, schedule.FixedRate, schedule.Poisson, schedule.Burst, schedule.Replay:
-	default:
-		return usagef("--arrival must be closed, fixed-rate, poisson, burst or replay, not %q", c.Arrival)
-	}
-	open := c.OpenLoop()
-	if open && len(c.Concurrency) > 0 {
-		return usagef("--concurrency applies to closed loops only; with --arrival %s use --max-in-flight", c.Arrival)
-	}
-	if !open {
-		if len(c.Concurrency) == 0 {
-			c.Concurrency = []int{1}
-		}
-		for _, v := range c.Concurrency {
-			if v < 1 || v > MaxConcurrency {
-				return usagef("--concurrency values must be within 1..%d, got %d", MaxConcurrency, v)
-			}
-		}
-		if c.MaxInFlight != 0 || c.Overflow != "" {
-			return usagef("--max-in-flight and --overflow apply to open-loop arrivals only")
-		}
-		if c.Requests == 0 && c.Duration == 0 {
-			c.Requests = 1
-		}
-	}
-	rateModes := c.Arrival == schedule.FixedRate || c.Arrival == schedule.Poisson
-	if rateModes && len(c.Rates) == 0 {
-		return usagef("--arrival %s needs --rate", c.Arrival)
-	}
-	if !rateModes && len(c.Rates) > 0 {
-		return usagef("--rate applies to --arrival fixed-rate or poisson only")
-	}
-	for _, r := range c.Rates {
-		if !(r > 0) || math.IsInf(r, 0) {
-			return usagef("--rate values must be finite and > 0, got %g", r)
-		}
-	}
-	if c.Arrival == schedule.Burst {
-		if c.BurstSize < 1 || c.BurstInterval <= 0 {
-			return usagef("--arrival burst needs --burst-size ≥ 1 and --burst-interval > 0")
-		}
-	} else if c.BurstSize != 0 || c.BurstInterval != 0 {
-		return usagef("--burst-size and --burst-interval apply to --arrival burst only")
-	}
-	if c.Arrival == schedule.Replay {
-		if len(c.Trace) == 0 {
-			return usagef("--arrival replay needs --arrival-trace")
-		}
-	} else if len(c.Trace) > 0 || c.TraceCase != "" {
-		return usagef("--arrival-trace applies to --arrival replay only")
-	}
-	if open {
-		if c.Requests == 0 && c.Duration == 0 && c.Arrival != schedule.Replay {
-			return usagef("--arrival %s needs --requests or --duration", c.Arrival)
-		}
-		if c.MaxInFlight == 0 {
-			c.MaxInFlight = 128
-		}
-		if c.MaxInFlight < 1 || c.MaxInFlight > MaxConcurrency {
-			return usagef("--max-in-flight must be within 1..%d", MaxConcurrency)
-		}
-		switch c.Overflow {
-		case "":
-			c.Overflow = OverflowWait
-		case OverflowWait, OverflowDrop:
-		default:
-			return usagef("--overflow must be wait or drop, not %q", c.Overflow)
-		}
-	}
-	switch c.PromptMode {
-	case "":
-		c.PromptMode = prompt.Repeat
-	case prompt.Repeat, prompt.Unique:
-		if c.SharedPrefixRatio != 0 {
-			return usagef("--shared-prefix-ratio applies to --prompt-mode shared-prefix only")
-		}
-		if c.PrefixGroups > 1 {
-			return usagef("--prefix-groups applies to --prompt-mode shared-prefix only")
-		}
-	case prompt.SharedPrefix:
-		if c.SharedPrefixRatio < 0 || c.SharedPrefixRatio > 1 || math.IsNaN(c.SharedPrefixRatio) {
-			return usagef("--shared-prefix-ratio must be within 0..1")
-		}
-	default:
-		return usagef("--prompt-mode must be repeat, unique or shared-prefix, not %q", c.PromptMode)
-	}
-	if c.PrefixGroups == 0 {
-		c.PrefixGroups = 1
-	}
-	if c.PrefixGroups < 1 {
-		return usagef("--prefix-groups must be ≥ 1")
-	}
-	switch c.CacheState {
-	case "":
-		c.CacheState = CacheUnspecified
-	case CacheUnspecified, CacheCold:
-	default:
-		return usagef("--cache-state must be unspecified or cold, not %q", c.CacheState)
-	}
-	if c.CacheResetURL != "" {
-		ru, err := url.Parse(c.CacheResetURL)
-		if err != nil || (ru.Scheme != "http" && ru.Scheme != "https") || ru.Host == "" {
-			return usagef("--cache-reset-url must be an http or https URL")
-		}
-	}
-	if c.CacheResetTimeout < 0 {
-		return usagef("--cache-reset-timeout must be ≥ 0")
-	}
-	cases, err := c.Cases()
-	if err != nil {
-		return err
-	}
-	// Schedules are checked here so that a too-large phase is a usage error before anything is sent.
-	for _, cs := range cases {
-		for _, ph := range c.phases() {
-			if _, err := c.schedule(cs, ph); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
 
 // Cases expands the workload matrix in the contract's order (arrival setting, then input
 // tokens, then output tokens). Two settings that give one case id are a usage error.
@@ -420,14 +196,14 @@ func ParseExtraBody(s string) (map[string]any, error) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, usagef("--extra-body is not valid JSON: %v", err)
+		return nil, flagErr("extra-body", "--extra-body is not valid JSON: %v", err)
 	}
 	if dec.More() {
-		return nil, usagef("--extra-body must be one JSON object")
+		return nil, flagErr("extra-body", "--extra-body must be one JSON object")
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, usagef("--extra-body must be a JSON object")
+		return nil, flagErr("extra-body", "--extra-body must be a JSON object")
 	}
 	return m, nil
 }

@@ -79,8 +79,8 @@ type CaseStats struct {
 	ByStatus map[client.Outcome]int
 }
 
-// NewRunner prepares a run. cfg must have passed Validate. tok sizes prompts and counts
-// tokens when the server reports no usage. Every record the run produces goes to sink, from
+// NewRunner prepares a run. cfg must have been completed by Defaults and passed Validate.
+// tok sizes prompts and counts tokens when the server reports no usage. Every record the run produces goes to sink, from
 // several goroutines: the case's infer.cache_state, an artifact.RequestSent (transient) just
 // before each HTTP call, each infer.request, each infer.phase_window. A Write error stops
 // the run; records already accepted stay. The runner never closes sink.

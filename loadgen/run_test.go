@@ -156,6 +156,7 @@ func runConfig(t *testing.T, ctx context.Context, cfg *Config) (*memSink, error)
 // before its run begins (e.g. to schedule a Stop).
 func runWith(t *testing.T, ctx context.Context, cfg *Config, started func(*Runner)) (*memSink, error) {
 	t.Helper()
+	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

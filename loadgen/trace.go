@@ -44,7 +44,7 @@ func LoadArrivalTrace(cfg *Config, path, caseID string) error {
 	offsets, digest, err := schedule.ReadOffsetTrace(bytes.NewReader(data), MaxArrivals)
 	if err == nil {
 		if caseID != "" {
-			return usagef("--arrival-trace-case applies to an artifact trace, and %s is an offset_ms trace", path)
+			return flagErr("arrival-trace-case", "--arrival-trace-case applies to an artifact trace, and %s is an offset_ms trace", path)
 		}
 		cfg.Trace, cfg.TraceDigest, cfg.TraceSource, cfg.TraceCase = offsets, digest, TraceSourceOffsets, ""
 		return nil
@@ -81,13 +81,13 @@ func LoadArrivalTrace(cfg *Config, path, caseID string) error {
 	sort.Strings(cases)
 	if caseID == "" {
 		if len(cases) > 1 {
-			return usagef("the artifact trace has several cases (%s): pick one with --arrival-trace-case", strings.Join(cases, ", "))
+			return flagErr("arrival-trace", "the artifact trace has several cases (%s): pick one with --arrival-trace-case", strings.Join(cases, ", "))
 		}
 		caseID = cases[0]
 	}
 	times, ok := byCase[caseID]
 	if !ok {
-		return usagef("the artifact trace has no measured requests of case %q (cases: %s)", caseID, strings.Join(cases, ", "))
+		return flagErr("arrival-trace-case", "the artifact trace has no measured requests of case %q (cases: %s)", caseID, strings.Join(cases, ", "))
 	}
 	if len(times) > MaxArrivals {
 		return &TraceInputError{Err: schedule.ErrTooManyArrivals}

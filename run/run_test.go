@@ -34,6 +34,7 @@ func workload(t *testing.T, srv *sim.Server) *loadgen.Config {
 		Timeout: 10 * time.Second, Stream: true, StreamUsage: true,
 		Concurrency: []int{3}, InputTokens: []int{32}, OutputTokens: []int{8}, Requests: 12, WarmupRequests: 2,
 	}
+	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -121,6 +122,7 @@ func TestPipelineOpenFailure(t *testing.T) {
 	defer srv.Close()
 	cfg := &loadgen.Config{Endpoint: srv.URL + "/v1/chat/completions", Model: "m", RunID: "r", Timeout: time.Second,
 		InputTokens: []int{32}, OutputTokens: []int{8}}
+	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -67,61 +67,11 @@ device, or no NVML without --no-gpu exit 2 before anything is written.`,
 }
 
 func runCollect(cmd *cobra.Command, o collectOpts) error {
-	flags := cmd.Flags()
+	cfg, err := o.config(cmd)
+	if err != nil {
+		return err
+	}
 	stderr := cmd.ErrOrStderr()
-	for _, name := range []string{"run-id", "pid", "output"} {
-		if !flags.Changed(name) {
-			return usageErrorf("--%s is required", name)
-		}
-	}
-	cfg := collect.Config{RunID: o.runID, Host: artifact.HostIdentity()}
-	switch {
-	case o.runID == "":
-		return usageErrorf("--run-id is empty")
-	case o.output == "":
-		return usageErrorf("--output is empty")
-	case o.pid < 1:
-		return usageErrorf("--pid %d is not a process id", o.pid)
-	case math.IsNaN(o.interval) || o.interval < 0.001 || o.interval > 3600:
-		return usageErrorf("--interval %v must be between 0.001 and 3600 seconds", o.interval)
-	case flags.Changed("duration") && (math.IsNaN(o.duration) || o.duration <= 0 || o.duration > 365*24*3600):
-		return usageErrorf("--duration %v must be a positive number of seconds", o.duration)
-	case flags.Changed("device-uuid") && flags.Changed("device-index"):
-		return usageErrorf("--device-uuid and --device-index are mutually exclusive")
-	case o.noGPU && (flags.Changed("device-uuid") || flags.Changed("device-index")):
-		return usageErrorf("--no-gpu cannot be combined with --device-uuid or --device-index")
-	case flags.Changed("device-uuid") && o.deviceUUID == "":
-		return usageErrorf("--device-uuid is empty")
-	case o.deviceIndex < 0:
-		return usageErrorf("--device-index %d is negative", o.deviceIndex)
-	case flags.Changed("replica-id") && o.replicaID == "":
-		return usageErrorf("--replica-id is empty")
-	case flags.Changed("group-id") && o.groupID == "":
-		return usageErrorf("--group-id is empty")
-	case flags.Changed("group-id") && !(flags.Changed("rank") && flags.Changed("world-size")):
-		return usageErrorf("--group-id needs --rank and --world-size")
-	case flags.Changed("world-size") && !flags.Changed("group-id"):
-		return usageErrorf("--world-size needs --group-id")
-	case flags.Changed("rank") && !flags.Changed("group-id"):
-		return usageErrorf("--rank needs --group-id and --world-size")
-	}
-	if st, err := os.Stat(o.output); err == nil && st.IsDir() {
-		return usageErrorf("--output %s is a directory", o.output)
-	}
-	cfg.Interval = time.Duration(o.interval * float64(time.Second))
-	cfg.Duration = time.Duration(o.duration * float64(time.Second))
-	if flags.Changed("replica-id") {
-		cfg.ReplicaID = &o.replicaID
-	}
-	if flags.Changed("rank") {
-		r := int64(o.rank)
-		cfg.Rank = &r
-	}
-	if flags.Changed("group-id") {
-		w := int64(o.worldSize)
-		cfg.GroupID, cfg.WorldSize = &o.groupID, &w
-	}
-
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -168,7 +118,76 @@ func runCollect(cmd *cobra.Command, o collectOpts) error {
 	return collectOutcome(stderr, out, o)
 }
 
-// collectOutcome maps how the collection ended to an exit (stormlog.md §6).
+// config checks the flags (exit 2) and returns the collector's configuration without its
+// process, device, warning and sink, which runCollect opens.
+func (o collectOpts) config(cmd *cobra.Command) (collect.Config, error) {
+	flags := cmd.Flags()
+	for _, name := range []string{"run-id", "pid", "output"} {
+		if !flags.Changed(name) {
+			return collect.Config{}, usageErrorf("--%s is required", name)
+		}
+	}
+	if err := o.check(flags.Changed); err != nil {
+		return collect.Config{}, err
+	}
+	if st, err := os.Stat(o.output); err == nil && st.IsDir() {
+		return collect.Config{}, usageErrorf("--output %s is a directory", o.output)
+	}
+	cfg := collect.Config{RunID: o.runID, Host: artifact.HostIdentity()}
+	cfg.Interval = time.Duration(o.interval * float64(time.Second))
+	cfg.Duration = time.Duration(o.duration * float64(time.Second))
+	if flags.Changed("replica-id") {
+		cfg.ReplicaID = &o.replicaID
+	}
+	if flags.Changed("rank") {
+		r := int64(o.rank)
+		cfg.Rank = &r
+	}
+	if flags.Changed("group-id") {
+		w := int64(o.worldSize)
+		cfg.GroupID, cfg.WorldSize = &o.groupID, &w
+	}
+	return cfg, nil
+}
+
+// check refuses unusable values and combinations of the flags (given reports whether a
+// flag was set).
+func (o collectOpts) check(given func(string) bool) error {
+	switch {
+	case o.runID == "":
+		return usageErrorf("--run-id is empty")
+	case o.output == "":
+		return usageErrorf("--output is empty")
+	case o.pid < 1:
+		return usageErrorf("--pid %d is not a process id", o.pid)
+	case math.IsNaN(o.interval) || o.interval < 0.001 || o.interval > 3600:
+		return usageErrorf("--interval %v must be between 0.001 and 3600 seconds", o.interval)
+	case given("duration") && (math.IsNaN(o.duration) || o.duration <= 0 || o.duration > 365*24*3600):
+		return usageErrorf("--duration %v must be a positive number of seconds", o.duration)
+	case given("device-uuid") && given("device-index"):
+		return usageErrorf("--device-uuid and --device-index are mutually exclusive")
+	case o.noGPU && (given("device-uuid") || given("device-index")):
+		return usageErrorf("--no-gpu cannot be combined with --device-uuid or --device-index")
+	case given("device-uuid") && o.deviceUUID == "":
+		return usageErrorf("--device-uuid is empty")
+	case o.deviceIndex < 0:
+		return usageErrorf("--device-index %d is negative", o.deviceIndex)
+	case given("replica-id") && o.replicaID == "":
+		return usageErrorf("--replica-id is empty")
+	case given("group-id") && o.groupID == "":
+		return usageErrorf("--group-id is empty")
+	case given("group-id") && !(given("rank") && given("world-size")):
+		return usageErrorf("--group-id needs --rank and --world-size")
+	case given("world-size") && !given("group-id"):
+		return usageErrorf("--world-size needs --group-id")
+	case given("rank") && !given("group-id"):
+		return usageErrorf("--rank needs --group-id and --world-size")
+	}
+	return nil
+}
+
+// collectOutcome maps how the collection ended to an exit: 0 when the server exited (with a
+// warning), 3 when the GPU changed under the collector.
 func collectOutcome(stderr io.Writer, out collect.Outcome, o collectOpts) error {
 	switch out {
 	case collect.ServerExited:

@@ -13,38 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/inferprobe/inferprobe/daemon"
-	"github.com/inferprobe/inferprobe/loadgen"
-	"github.com/inferprobe/inferprobe/loadgen/prompt"
 )
 
 func init() { verbs = append(verbs, newServeCmd) }
-
-// parseWorkload is the daemon's workload parser: profile's own flags and validation.
-func parseWorkload(args []string) (*loadgen.Config, prompt.Tokenizer, string, error) {
-	var pf profileFlags
-	cmd := &cobra.Command{Use: "workload"}
-	pf.register(cmd)
-	cmd.Flags().SetOutput(discard{})
-	if err := cmd.Flags().Parse(args); err != nil {
-		return nil, nil, "", err
-	}
-	if cmd.Flags().NArg() > 0 {
-		return nil, nil, "", fmt.Errorf("unexpected argument %q", cmd.Flags().Arg(0))
-	}
-	cfg, err := pf.config(cmd)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	tok, name, err := pf.tokenizerFor()
-	if err != nil {
-		return nil, nil, "", err
-	}
-	return cfg, tok, name, nil
-}
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 func newServeCmd() *cobra.Command {
 	var (
@@ -76,7 +47,7 @@ valid); 1 anything else (e.g. the /metrics address cannot be bound).`,
 			if err != nil {
 				return err
 			}
-			cfg, err := daemon.Load(configPath, parseWorkload)
+			cfg, err := daemon.Load(configPath)
 			if err != nil {
 				var ce *daemon.ConfigError
 				if errors.As(err, &ce) {
@@ -119,7 +90,7 @@ func runServe(ctx context.Context, cfg *daemon.Config, logger *slog.Logger) erro
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	d := daemon.New(cfg, daemon.Options{Parse: parseWorkload, Version: version, Logger: logger})
+	d := daemon.New(cfg, daemon.Options{Version: version, Logger: logger})
 	if err := d.Start(ctx); err != nil {
 		return withCode(exitUnexpected, err)
 	}

@@ -47,12 +47,12 @@ func startServe(t *testing.T, cfgText string) (*daemon.Daemon, <-chan daemon.Run
 	if err := os.WriteFile(path, []byte(cfgText), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := daemon.Load(path, parseWorkload)
+	cfg, err := daemon.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	runs := make(chan daemon.RunResult, 16)
-	d := daemon.New(cfg, daemon.Options{Parse: parseWorkload, Version: "test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	d := daemon.New(cfg, daemon.Options{Version: "test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		OnRunEnd: func(r daemon.RunResult) { runs <- r }})
 	if err := d.Start(context.Background()); err != nil {
 		t.Fatal(err)

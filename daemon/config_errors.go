@@ -1,0 +1,136 @@
+package daemon
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// ConfigError is a configuration that cannot be used; Key names where (e.g.
+// "probes[1].workload.rate"). The CLI maps it to exit code 2.
+type ConfigError struct {
+	Key string
+	Msg string
+}
+
+func (e *ConfigError) Error() string {
+	if e.Key == "" {
+		return "config: " + e.Msg
+	}
+	return fmt.Sprintf("config: %s: %s", e.Key, e.Msg)
+}
+
+func cfgErr(key, format string, args ...any) error {
+	return &ConfigError{Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+var (
+	lineRe       = regexp.MustCompile(`^line (\d+): (.*)$`)
+	unknownRe    = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
+	unmarshalRe  = regexp.MustCompile("^cannot unmarshal !!(\\w+)(?: `(.*)`)? into (.+)$")
+	typeNameOf   = map[string]string{"int": "a whole number", "float64": "a number", "string": "a string", "bool": "true or false", "[]string": "a list of strings"}
+	yamlKindName = map[string]string{"str": "a string", "int": "a number", "float": "a number", "bool": "a boolean", "seq": "a list", "map": "a mapping", "null": "null"}
+)
+
+// yamlError turns a YAML decoding error into a ConfigError that names the key at the line
+// of its first problem ("probes[0].every") and says what was wanted in the configuration's
+// terms rather than Go's.
+func yamlError(data []byte, err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	msg = strings.TrimPrefix(msg, "unmarshal errors:\n")
+	var root yaml.Node
+	paths := map[int]string{}
+	if yaml.Unmarshal(data, &root) == nil {
+		linePaths(&root, "", paths)
+	}
+	var parts []string
+	key := ""
+	for _, line := range strings.Split(msg, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		m := lineRe.FindStringSubmatch(line)
+		if m == nil {
+			parts = append(parts, line)
+			continue
+		}
+		n, _ := strconv.Atoi(m[1])
+		text := m[2]
+		if u := unknownRe.FindStringSubmatch(text); u != nil {
+			text = fmt.Sprintf("unknown key %q", u[1])
+		} else if u := unmarshalRe.FindStringSubmatch(text); u != nil {
+			want := typeNameOf[u[3]]
+			switch {
+			case want != "":
+			case strings.HasPrefix(u[3], "[]"):
+				want = "a list"
+			case strings.HasPrefix(u[3], "map[") || strings.HasPrefix(u[3], "daemon."):
+				want = "a mapping"
+			default:
+				want = "another kind of value"
+			}
+			got := yamlKindName[u[1]]
+			if got == "" {
+				got = u[1]
+			}
+			if u[2] != "" {
+				text = fmt.Sprintf("want %s, not %s %q", want, got, u[2])
+			} else {
+				text = fmt.Sprintf("want %s, not %s", want, got)
+			}
+		}
+		p := paths[n]
+		if strings.HasPrefix(p, "[") {
+			p = "" // the document itself is not a mapping
+		}
+		switch {
+		case len(parts) == 0 && p != "":
+			key = p
+			parts = append(parts, fmt.Sprintf("%s (line %d)", text, n))
+		case p != "":
+			parts = append(parts, fmt.Sprintf("%s (line %d): %s", p, n, text))
+		default:
+			parts = append(parts, fmt.Sprintf("line %d: %s", n, text))
+		}
+	}
+	return &ConfigError{Key: key, Msg: strings.Join(parts, "; ")}
+}
+
+// linePaths records, for every line that holds a key or a list item, the key's path
+// ("probes[1].workload.rate"); the innermost key of a line wins over outer keys and over
+// list items. Aliases are not followed.
+func linePaths(n *yaml.Node, path string, m map[int]string) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			linePaths(c, path, m)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := k.Value
+			if path != "" {
+				p = path + "." + k.Value
+			}
+			m[k.Line] = p
+			if v.Line != k.Line {
+				if _, ok := m[v.Line]; !ok {
+					m[v.Line] = p
+				}
+			}
+			linePaths(v, p, m)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			if _, ok := m[c.Line]; !ok { // a key on the line names it better than an item
+				m[c.Line] = p
+			}
+			linePaths(c, p, m)
+		}
+	}
+}

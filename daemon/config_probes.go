@@ -1,0 +1,195 @@
+package daemon
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/inferprobe/inferprobe/loadgen"
+	"github.com/inferprobe/inferprobe/loadgen/prompt"
+)
+
+// Probe is a validated probe.
+type Probe struct {
+	Name   string
+	Target *Target
+	SLO    *SLO // nil without one
+	Every  time.Duration
+	// Continuous starts each run when the previous one ends; after a run that could not
+	// start or had no successful request, the next waits 1 s, doubling up to 1 min.
+	Continuous bool
+	SpansDrain time.Duration
+	Workload   *loadgen.Config
+	Tokenizer  prompt.Tokenizer
+	TokName    string
+	// key identifies the probe's whole definition: a reload restarts a probe whose key changed.
+	key string
+}
+
+// reservedWorkload are profile flags a probe's workload may not set: the daemon sets them
+// from the target, the probe and its own listeners.
+var reservedWorkload = map[string]string{
+	"endpoint": "the target's endpoint", "base-url": "the target's base_url", "model": "the target's model",
+	"api-key": "the target's api_key_env", "run-id": "a new run id per run", "output": "the artifact directory",
+	"quiet": "", "slo": "the probe's slo", "slo-file": "the probe's slo", "vllm-metrics": "the target's metrics_url",
+	"vllm-metrics-interval": "the target's scrape_interval", "vllm-spans-listen": "receiver.http_listen",
+	"vllm-spans-grpc-listen": "receiver.grpc_listen", "vllm-spans-drain": "the probe's spans_drain",
+	"system-sampler": "", "sample-interval": "", "help": "",
+}
+
+// baseWorkload is the workload a probe's mapping is laid over: profile's defaults. Tests
+// replace it with a smaller one.
+var baseWorkload = func() loadgen.Workload { return loadgen.Workload{} }
+
+func loadProbe(key string, p ProbeFile, targets map[string]*Target, slos map[string]*SLO) (*Probe, error) {
+	pr, err := loadSchedule(key, p, targets, slos)
+	if err != nil {
+		return nil, err
+	}
+	tg := pr.Target
+	wkey, node := key+".workload", &p.Workload
+	if node.Kind == yaml.AliasNode && node.Alias != nil {
+		node = node.Alias
+	}
+	w := baseWorkload()
+	if err := decodeWorkload(wkey, node, &w); err != nil {
+		return nil, err
+	}
+	// The key is the target's api_key_env or none: never profile's $OPENAI_API_KEY fallback,
+	// which would send a key the configuration does not name.
+	w.Endpoint, w.Model, w.APIKey = tg.Endpoint, tg.Model, tg.apiKey
+	cfg, err := w.Config()
+	if err != nil {
+		return nil, workloadError(wkey, node, err)
+	}
+	if pr.Tokenizer, pr.TokName, err = w.NewTokenizer(); err != nil {
+		return nil, workloadError(wkey, node, err)
+	}
+	if pr.Continuous && cfg.Duration == 0 && cfg.Requests <= 1 && len(cfg.Trace) == 0 {
+		return nil, workloadError(wkey, node, errors.New("a continuous probe needs duration or requests (> 1) per run"))
+	}
+	pr.Workload = cfg
+	def, err := json.Marshal(w) // the workload as given, with the target's endpoint, model and key
+	if err != nil {
+		return nil, err
+	}
+	pr.key = string(def) + fmt.Sprintf("\x1f%v\x1f%v\x1f%v", pr.Every, pr.Continuous, pr.SpansDrain)
+	if pr.SLO != nil {
+		pr.key += "\x1f" + pr.SLO.Policy.Digest() + fmt.Sprint(pr.SLO.Objective)
+	}
+	// The target's name is a label of every series of the probe: renaming it restarts the probe.
+	pr.key += "\x1f" + tg.Name + "\x1f" + tg.MetricsURL + tg.ScrapeInterval.String()
+	return pr, nil
+}
+
+// loadSchedule checks a probe's name, target, SLO, schedule and span drain.
+func loadSchedule(key string, p ProbeFile, targets map[string]*Target, slos map[string]*SLO) (*Probe, error) {
+	if !nameRe.MatchString(p.Name) {
+		return nil, cfgErr(key+".name", "want 1-64 letters, digits, '_', '.', '-', not %q", p.Name)
+	}
+	pr := &Probe{Name: p.Name, Continuous: p.Continuous, SpansDrain: DefaultSpansDrain}
+	if pr.Target = targets[p.Target]; pr.Target == nil {
+		return nil, cfgErr(key+".target", "no target is named %q", p.Target)
+	}
+	if p.SLO != "" {
+		if pr.SLO = slos[p.SLO]; pr.SLO == nil {
+			return nil, cfgErr(key+".slo", "no slo is named %q", p.SLO)
+		}
+	}
+	switch {
+	case p.Every != nil && p.Continuous:
+		return nil, cfgErr(key, "every and continuous are mutually exclusive")
+	case p.Every != nil:
+		pr.Every = time.Duration(*p.Every)
+		if pr.Every < time.Second {
+			return nil, cfgErr(key+".every", "must be at least 1s")
+		}
+	case !p.Continuous:
+		return nil, cfgErr(key, "a schedule is required: every: DURATION, or continuous: true")
+	}
+	if p.SpansDrain != nil {
+		pr.SpansDrain = time.Duration(*p.SpansDrain)
+		if pr.SpansDrain < 0 || pr.SpansDrain > 10*time.Minute {
+			return nil, cfgErr(key+".spans_drain", "must be between 0s and 10m")
+		}
+	}
+	return pr, nil
+}
+
+// decodeWorkload refuses the keys the daemon sets itself and keys written as flags, then
+// decodes the mapping onto w (loadgen.Workload.UnmarshalYAML). wkey is the mapping's key.
+func decodeWorkload(wkey string, node *yaml.Node, w *loadgen.Workload) error {
+	if node.Kind == 0 || (node.Kind == yaml.ScalarNode && node.Tag == "!!null") {
+		return nil // no workload: profile's defaults
+	}
+	if node.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(node.Content); i += 2 {
+			k := node.Content[i]
+			if k.Kind != yaml.ScalarNode {
+				continue // loadgen names it
+			}
+			kk := wkey + "." + k.Value
+			if why, ok := reservedWorkload[k.Value]; ok {
+				if why == "" {
+					return cfgErr(kk, "is not a probe setting (line %d)", k.Line)
+				}
+				return cfgErr(kk, "is set by %s (line %d)", why, k.Line)
+			}
+			if strings.HasPrefix(k.Value, "-") || k.Value == "" || strings.ContainsAny(k.Value, "= ") {
+				return cfgErr(kk, "write the flag's name without dashes (e.g. input-tokens) (line %d)", k.Line)
+			}
+		}
+	}
+	err := node.Decode(w)
+	var ke *loadgen.KeyError
+	if errors.As(err, &ke) {
+		if ke.Key != "" {
+			wkey += "." + ke.Key
+		}
+		return cfgErr(wkey, "%s (line %d)", ke.Msg, ke.Line)
+	}
+	if err != nil {
+		return cfgErr(wkey, "%v", err)
+	}
+	return nil
+}
+
+// workloadError is a workload the run configuration refuses, under the key of the setting
+// the rule is about when the mapping gives it (else the mapping's), with its line. The
+// messages are profile's, in its flags' terms; none carries the API key.
+func workloadError(wkey string, node *yaml.Node, err error) error {
+	flag := ""
+	var ue *loadgen.UsageError
+	var te *loadgen.TraceInputError
+	switch {
+	case errors.As(err, &ue):
+		flag = ue.Flag
+	case errors.As(err, &te):
+		flag = "arrival-trace"
+	}
+	line := node.Line
+	if k := mappingKey(node, flag); k != nil {
+		wkey, line = wkey+"."+flag, k.Line
+	}
+	if line == 0 {
+		return cfgErr(wkey, "%v", err)
+	}
+	return cfgErr(wkey, "%v (line %d)", err, line)
+}
+
+// mappingKey is the key node named name in a mapping node, or nil.
+func mappingKey(n *yaml.Node, name string) *yaml.Node {
+	if n.Kind != yaml.MappingNode || name == "" {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.Value == name {
+			return k
+		}
+	}
+	return nil
+}
