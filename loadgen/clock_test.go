@@ -75,6 +75,7 @@ func (g *gate) openAll() {
 // fakeRun runs cfg against g on fc in the background; the returned channel gets Run's error.
 func fakeRun(t *testing.T, cfg *Config, fc *clockwork.FakeClock, sink artifact.Sink, started func(*Runner)) <-chan error {
 	t.Helper()
+	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

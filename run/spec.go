@@ -27,7 +27,8 @@ import (
 	"github.com/inferprobe/inferprobe/scrape/vllm"
 )
 
-// Spec is one run. Workload must have passed loadgen.Config.Validate; everything else is
+// Spec is one run. Workload must have been completed by loadgen.Config.Defaults and passed
+// Validate (loadgen.Workload.Config does both); everything else is
 // optional unless it says otherwise.
 type Spec struct {
 	// Workload is the traffic to send (endpoint, model, API key, cases, phases).

@@ -13,7 +13,9 @@ import (
 	"os"
 )
 
-// Exit codes shared by every verb (DESIGN.md, "Contracts").
+// Exit codes shared by every verb: 0 ok, 1 unexpected, 2 an unusable setting (found before
+// anything is sent or written), 3 findings, 5 an unreadable or invalid input file, 130
+// interrupted.
 const (
 	exitOK          = 0
 	exitUnexpected  = 1

@@ -64,6 +64,7 @@ func (r Run) Config() (*loadgen.Config, error) {
 		Arrival: schedule.Poisson, Rates: rates, MaxInFlight: 256, Overflow: loadgen.OverflowDrop,
 		PromptMode: prompt.Unique,
 	}
+	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
