@@ -183,3 +183,79 @@ func TestServerJoinMalformedAlignment(t *testing.T) {
 		}
 	}
 }
+
+// window is a candidate with offset off and validity [from, to) (nil: unbounded).
+func window(off int64, from, to *int64) candidate {
+	return candidate{a: artifact.ClockAlignment{OffsetNS: off, ValidFromNS: from, ValidToNS: to}}
+}
+
+// A time on a boundary belongs to the window that starts there; overlapping windows are
+// counted, the first reported.
+func TestCovering(t *testing.T) {
+	p := artifact.Ptr[int64]
+	cands := []candidate{window(1, p(100), p(200)), window(2, p(200), p(300))}
+	for _, tc := range []struct{ t, n, first int64 }{{199, 1, 0}, {200, 1, 1}, {299, 1, 1}, {300, 0, -1}, {99, 0, -1}} {
+		if n, first := covering(cands, tc.t); int64(n) != tc.n || int64(first) != tc.first {
+			t.Errorf("covering(%d) = %d, %d; want %d, %d", tc.t, n, first, tc.n, tc.first)
+		}
+	}
+	cands = append(cands, window(3, nil, nil))
+	if n, first := covering(cands, 250); n != 2 || first != 1 {
+		t.Errorf("overlap: covering(250) = %d, %d; want 2, 1", n, first)
+	}
+}
+
+// The nearest window: valid_from − t before it, t − valid_to + 1 after it (the end is
+// exclusive), ties to the first.
+func TestNearest(t *testing.T) {
+	p := artifact.Ptr[int64]
+	cands := []candidate{window(1, p(100), p(200)), window(2, p(300), p(400))}
+	for _, tc := range []struct{ t, off int64 }{
+		{50, 1},  // 50 before the first
+		{200, 1}, // 1 after the first's end, 100 before the second
+		{249, 1}, // 50 after, 51 before
+		{250, 2}, // 51 after, 50 before
+		{500, 2}, // 101 after the second
+	} {
+		if got := nearest(cands, tc.t).OffsetNS; got != tc.off {
+			t.Errorf("nearest(%d) has offset %d, want %d", tc.t, got, tc.off)
+		}
+	}
+	tie := []candidate{window(1, p(100), p(200)), window(2, p(301), nil)}
+	if got := nearest(tie, 250).OffsetNS; got != 1 {
+		t.Errorf("tie at 51: offset %d, want the first (1)", got)
+	}
+}
+
+// The first invalid sample cuts the placement; the last earlier placed poll confirms the
+// identity (an unplaced one does not), and without one nothing is trusted.
+func TestCutAtInvalidation(t *testing.T) {
+	valid, inv, later := rss(0, 1), invalidAt(300), rss(400, 1)
+	unplaced := rss(200, 1)
+	p := &placement{samples: []placed{
+		{s: &valid, ok: true, at: valid.ObservedAtNS + 7},
+		{s: &unplaced, why: CoverAlignmentUncovered},
+		{s: &inv, ok: true, at: inv.ObservedAtNS + 7},
+		{s: &later, ok: true, at: later.ObservedAtNS + 7},
+	}}
+	p.cutAtInvalidation()
+	if p.trustAll || len(p.samples) != 2 || p.lastConfirmed == nil || *p.lastConfirmed != valid.ObservedAtNS+7 {
+		t.Fatalf("trustAll %v, %d samples, lastConfirmed %v", p.trustAll, len(p.samples), p.lastConfirmed)
+	}
+	want := &Invalidation{ObservedAtNS: inv.ObservedAtNS, Detail: inv.Detail, LastConfirmedAtNS: artifact.Ptr(valid.ObservedAtNS)}
+	if !reflect.DeepEqual(p.invalidation, want) {
+		t.Fatalf("invalidation %+v, want %+v", p.invalidation, want)
+	}
+
+	p = &placement{samples: []placed{{s: &unplaced, why: CoverAlignmentUncovered}, {s: &inv, ok: true}}}
+	p.cutAtInvalidation()
+	if p.trustAll || p.lastConfirmed != nil || p.invalidation.LastConfirmedAtNS != nil || len(p.samples) != 1 {
+		t.Fatalf("no confirmed poll: %+v", p)
+	}
+
+	p = &placement{samples: []placed{{s: &valid, ok: true}, {s: &later, ok: true}}}
+	p.cutAtInvalidation()
+	if !p.trustAll || p.invalidation != nil || len(p.samples) != 2 {
+		t.Fatalf("no invalid sample: %+v", p)
+	}
+}

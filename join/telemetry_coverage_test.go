@@ -97,3 +97,72 @@ func TestServerJoinMetadataOnlyInsideWindow(t *testing.T) {
 		t.Fatalf("observation\n got %+v\nwant %+v", o, want)
 	}
 }
+
+// The case uncertainty is the largest of the placed samples whose time ± their own
+// uncertainty reaches the window; without one, the fallback.
+func TestCaseUncertainty(t *testing.T) {
+	near := []placed{
+		{ok: true, at: 95, unc: 3},  // 95 < 100−3: outside
+		{ok: true, at: 150, unc: 4}, // inside
+		{ok: true, at: 204, unc: 5}, // 204 ≤ 200+5: inside
+		{ok: true, at: 203, unc: 2}, // 203 > 200+2: outside
+		{at: 150, unc: 9},           // unplaced
+	}
+	if u := caseUncertainty(near, 100, 200, 7); u != 5 {
+		t.Errorf("u = %d, want 5", u)
+	}
+	if u := caseUncertainty(near[:1], 100, 200, 7); u != 7 {
+		t.Errorf("no sample in the window: u = %d, want the fallback 7", u)
+	}
+	if u := caseUncertainty([]placed{{ok: true, at: 150}}, 100, 200, 7); u != 0 {
+		t.Errorf("a sample with no uncertainty: u = %d, want 0", u)
+	}
+}
+
+// A collector counts as covering the counted window's ends when its first and last counted
+// polls lie at most one interval inside them.
+func TestWindowTallyCoverage(t *testing.T) {
+	s := rss(0, 1) // interval 100 ms
+	win := &[2]int64{0, 1000 * ms}
+	at := func(ns int64) *placed { return &placed{s: &s, ok: true, at: ns} }
+	for _, tc := range []struct {
+		name        string
+		tally       windowTally
+		status, why string
+	}{
+		{"one interval each side", windowTally{n: 2, first: at(100 * ms), last: at(900 * ms)}, CoverageObserved, ""},
+		{"started late", windowTally{n: 2, first: at(100*ms + 1), last: at(900 * ms)}, CoveragePartial, CoverStartedAfterWindowStart},
+		{"stopped early", windowTally{n: 2, first: at(0), last: at(900*ms - 1)}, CoveragePartial, CoverStoppedBeforeWindowEnd},
+		{"unplaced inside", windowTally{n: 2, first: at(0), last: at(1000 * ms), unplaced: CoverAlignmentAmbiguous}, CoveragePartial, CoverAlignmentAmbiguous},
+		{"nothing counted", windowTally{}, CoverageEmpty, CoverNoCollectorCoverage},
+		{"only unplaced", windowTally{unplaced: CoverAlignmentUncovered}, CoverageEmpty, CoverAlignmentUncovered},
+	} {
+		got := tc.tally.coverage(win)
+		if got.Status != tc.status || reasonOf(got.Reason) != tc.why || got.CountedWindowNS != win {
+			t.Errorf("%s: %s/%s window %v, want %s/%s", tc.name, got.Status, reasonOf(got.Reason), got.CountedWindowNS, tc.status, tc.why)
+		}
+	}
+}
+
+// A group's case is observed when every member is, empty when none is, partial otherwise,
+// with the first non-observed member's reason.
+func TestGroupCoverage(t *testing.T) {
+	obs := Coverage{Status: CoverageObserved, CountedWindowNS: &[2]int64{1, 2}}
+	part := Coverage{Status: CoveragePartial, Reason: ptr(CoverStoppedBeforeWindowEnd)}
+	empty := Coverage{Status: CoverageEmpty, Reason: ptr(CoverNoCollectorCoverage)}
+	noReason := Coverage{Status: CoverageEmpty}
+	for _, tc := range []struct {
+		covs        []Coverage
+		status, why string
+	}{
+		{[]Coverage{obs, obs}, CoverageObserved, ""},
+		{[]Coverage{obs, part, empty}, CoveragePartial, CoverStoppedBeforeWindowEnd},
+		{[]Coverage{empty, part}, CoverageEmpty, CoverNoCollectorCoverage},
+		{[]Coverage{noReason, empty}, CoverageEmpty, CoverNoCollectorCoverage},
+	} {
+		got := groupCoverage(tc.covs)
+		if got.Status != tc.status || reasonOf(got.Reason) != tc.why || got.CountedWindowNS != nil {
+			t.Errorf("groupCoverage(%v) = %s/%s, want %s/%s", tc.covs, got.Status, reasonOf(got.Reason), tc.status, tc.why)
+		}
+	}
+}
