@@ -7,10 +7,10 @@ const maxRequestIDLen = 4096
 // CandidateRequestIDs returns the X-Request-Id values that could have
 // produced vLLM's gen_ai.request.id value id, most likely first, without
 // duplicates. The join looks each up among the run's recorded x_request_id
-// values and uses the first that matches (stormlog.md §4.4: the recorded
-// value is matched, never rebuilt).
+// values and uses the first that matches: the recorded value is matched,
+// never rebuilt.
 //
-// Forms handled (vllm.md §2):
+// Forms handled:
 //
 //   - chat: "chatcmpl-<X>" → X; a multi-conversation batch sub-request
 //     "chatcmpl-<X>_<i>" → X also (after X_<i>);

@@ -2,11 +2,14 @@
 // vLLM `llm_request` spans to infer.request records by the X-Request-Id vLLM carries in
 // gen_ai.request.id and, independently, by the trace id of the traceparent inferprobe sent.
 //
-// The rules are stormlog's (shared/research/stormlog.md §4.4, §5 items 81–82): deliveries are
-// deduplicated by (trace_id, span_id) — an identical re-delivery weighs once, the same ids
-// with different content quarantine the request (conflicting_spans); two distinct spans for
-// one request quarantine it (multiple_spans); spans that join nothing are counted by reason.
-// Server latencies never borrow client values: a request without a usable span has none.
+// Deliveries are deduplicated by (trace_id, span_id) — an identical re-delivery weighs once,
+// the same ids with different content quarantine the request (conflicting_spans); two
+// distinct spans for one request quarantine it (multiple_spans); spans that join nothing are
+// counted by reason. Server latencies never borrow client values: a request without a usable
+// span has none.
+//
+// The package also joins server telemetry (process RSS, GPU memory, on the server host's
+// clock) to the client's case windows: JoinServer and the telemetry_*.go files.
 package join
 
 import (
@@ -15,7 +18,8 @@ import (
 	"github.com/inferprobe/inferprobe/artifact"
 )
 
-// Unjoined reasons (stormlog.md §2.6 telemetry.vllm.spans.unjoined_by_reason).
+// Reasons of the report's telemetry.vllm.spans.unjoined_by_reason (spans that join no
+// request) and of quarantined requests.
 const (
 	NoRequestID      = "no_request_id"      // neither gen_ai.request.id nor a trace id of the run
 	RequestNotInRun  = "request_not_in_run" // an id that no request of this run sent
@@ -74,32 +78,53 @@ func Spans(reqs []Request, spans []Span) Result {
 		UnjoinedByReason:    map[string]int{NoRequestID: 0, RequestNotInRun: 0, WarmupRequest: 0, NotARequestSpan: 0},
 		QuarantinedByReason: map[string]int{},
 	}
-	byX := make(map[string]*Request, len(reqs))
-	byTrace := make(map[string]*Request, len(reqs))
+	distinct := res.dedupe(spans)
+	res.Total = len(distinct)
+	matched, xs := res.match(indexRequests(reqs), distinct)
+	res.settle(matched, xs)
+	return res
+}
+
+// requestIndex finds the run's sent requests by x_request_id and by trace id.
+type requestIndex struct {
+	byX, byTrace map[string]*Request
+}
+
+// indexRequests indexes the requests that were sent (non-empty XRequestID); a later
+// request with the same id or trace id replaces an earlier one.
+func indexRequests(reqs []Request) requestIndex {
+	idx := requestIndex{byX: make(map[string]*Request, len(reqs)), byTrace: make(map[string]*Request, len(reqs))}
 	for i := range reqs {
 		r := &reqs[i]
 		if r.XRequestID == "" {
 			continue
 		}
-		byX[r.XRequestID] = r
+		idx.byX[r.XRequestID] = r
 		if r.TraceID != "" {
-			byTrace[r.TraceID] = r
+			idx.byTrace[r.TraceID] = r
 		}
 	}
+	return idx
+}
 
-	// Deduplicate deliveries by (trace_id, span_id).
-	// Spans without both ids (some files) cannot be recognised as re-deliveries: each is its
-	// own span, keyed by its position.
+// delivery is one distinct span; conflicting is set when a re-delivery of its
+// (trace_id, span_id) had different content.
+type delivery struct {
+	span        *Span
+	conflicting bool
+}
+
+// dedupe counts the deliveries and returns the distinct spans in order of first delivery.
+// Deliveries are keyed by (trace_id, span_id): an equal digest is a duplicate, another
+// digest a conflicting duplicate. A span without both ids cannot be recognised as a
+// re-delivery: it is its own span, keyed by its position.
+func (res *Result) dedupe(spans []Span) []*delivery {
 	type key struct {
 		trace, span string
 		pos         int
 	}
-	type entry struct {
-		span        *Span
-		conflicting bool
-	}
-	unique := map[key]*entry{}
-	var order []key
+	unique := map[key]*delivery{}
+	var order []*delivery
 	for i := range spans {
 		s := &spans[i]
 		res.Deliveries++
@@ -116,44 +141,34 @@ func Spans(reqs []Request, spans []Span) Result {
 			}
 			continue
 		}
-		unique[k] = &entry{span: s}
-		order = append(order, k)
+		e := &delivery{span: s}
+		unique[k] = e
+		order = append(order, e)
 	}
-	res.Total = len(order)
+	return order
+}
 
-	// Match each distinct span to a request.
-	type match struct {
-		spans       []*Span
-		conflicting bool
-		by          string
-	}
-	matched := map[string]*match{}
-	var matchedOrder []string
-	for _, k := range order {
-		e := unique[k]
+// requestMatch is the spans that joined one measured request, and how the first was found.
+type requestMatch struct {
+	spans       []*Span
+	conflicting bool
+	by          string
+}
+
+// match joins each distinct span to a request (lookup) and counts the spans that join
+// nothing by reason: not an llm_request span, no request found (no_request_id without a
+// gen_ai.request.id, else request_not_in_run), or a warmup request. It returns the matches
+// by x_request_id and those ids sorted.
+func (res *Result) match(idx requestIndex, distinct []*delivery) (map[string]*requestMatch, []string) {
+	matched := map[string]*requestMatch{}
+	var xs []string
+	for _, e := range distinct {
 		s := e.span
 		if s.Name != artifact.RequestSpanName {
 			res.UnjoinedByReason[NotARequestSpan]++
 			continue
 		}
-		var byID *Request
-		// The id itself first (an X-Request-Id recorded verbatim), then every form vLLM
-		// derives from one (CandidateRequestIDs: chatcmpl-/cmpl- prefixes, prompt
-		// indexes, parallel-sampling children, the internal uniquifying suffix).
-		for _, c := range append([]string{s.GenAIRequestID}, CandidateRequestIDs(s.GenAIRequestID)...) {
-			if r := byX[c]; r != nil {
-				byID = r
-				break
-			}
-		}
-		byTr := byTrace[s.TraceID]
-		r, by := byID, "request_id"
-		switch {
-		case byID != nil && byTr == byID:
-			by = "both"
-		case byID == nil && byTr != nil:
-			r, by = byTr, "trace_id"
-		}
+		r, by := idx.lookup(s)
 		if r == nil {
 			if s.GenAIRequestID == "" {
 				res.UnjoinedByReason[NoRequestID]++
@@ -168,15 +183,46 @@ func Spans(reqs []Request, spans []Span) Result {
 		}
 		m := matched[r.XRequestID]
 		if m == nil {
-			m = &match{by: by}
+			m = &requestMatch{by: by}
 			matched[r.XRequestID] = m
-			matchedOrder = append(matchedOrder, r.XRequestID)
+			xs = append(xs, r.XRequestID)
 		}
 		m.spans = append(m.spans, s)
 		m.conflicting = m.conflicting || e.conflicting
 	}
-	sort.Strings(matchedOrder)
-	for _, x := range matchedOrder {
+	sort.Strings(xs)
+	return matched, xs
+}
+
+// lookup finds the request of span s and says how: "request_id" when gen_ai.request.id
+// names it, "both" when the trace id names the same request too, "trace_id" when only
+// the trace id names one; nil when neither does. The request id is tried verbatim (an
+// X-Request-Id recorded as sent), then in every form vLLM derives from one
+// (CandidateRequestIDs: chatcmpl-/cmpl- prefixes, prompt indexes, parallel-sampling
+// children, the internal uniquifying suffix); the first match wins.
+func (idx requestIndex) lookup(s *Span) (*Request, string) {
+	var byID *Request
+	for _, c := range append([]string{s.GenAIRequestID}, CandidateRequestIDs(s.GenAIRequestID)...) {
+		if r := idx.byX[c]; r != nil {
+			byID = r
+			break
+		}
+	}
+	byTr := idx.byTrace[s.TraceID]
+	switch {
+	case byID != nil && byTr == byID:
+		return byID, "both"
+	case byID == nil && byTr != nil:
+		return byTr, "trace_id"
+	}
+	return byID, "request_id"
+}
+
+// settle joins each matched request (xs: their ids, in order) whose one span came without
+// conflict, and quarantines the others: conflicting_spans when a span had a conflicting
+// re-delivery, multiple_spans when two distinct spans joined it.
+func (res *Result) settle(matched map[string]*requestMatch, xs []string) {
+	for _, x := range xs {
 		m := matched[x]
 		switch {
 		case m.conflicting:
@@ -190,5 +236,4 @@ func Spans(reqs []Request, spans []Span) Result {
 		}
 		res.QuarantinedByReason[res.Quarantined[x]]++
 	}
-	return res
 }

@@ -61,3 +61,27 @@ func TestSpansWithoutIDsAreDistinct(t *testing.T) {
 		t.Fatalf("total %d conflicting %d joined %d", r.Total, r.ConflictingDuplicates, len(r.Joined))
 	}
 }
+
+// A span finds its request by gen_ai.request.id (verbatim or a vLLM form of it) before its
+// trace id; both agreeing is "both".
+func TestRequestLookup(t *testing.T) {
+	idx := indexRequests([]Request{{XRequestID: "x-a", TraceID: "ta"}, {XRequestID: "x-b", TraceID: "tb"}, {TraceID: "tn"}})
+	for _, tc := range []struct {
+		genID, trace, want, by string
+	}{
+		{"chatcmpl-x-a", "ta", "x-a", "both"},
+		{"x-a", "", "x-a", "request_id"},
+		{"cmpl-x-a-0", "tb", "x-a", "request_id"}, // the id wins over another request's trace
+		{"", "tb", "x-b", "trace_id"},
+		{"chatcmpl-x-z", "tn", "", "request_id"}, // a request never sent is not indexed
+	} {
+		r, by := idx.lookup(&Span{GenAIRequestID: tc.genID, TraceID: tc.trace})
+		got := ""
+		if r != nil {
+			got = r.XRequestID
+		}
+		if got != tc.want || by != tc.by {
+			t.Errorf("lookup(%q, %q) = %q by %s, want %q by %s", tc.genID, tc.trace, got, by, tc.want, tc.by)
+		}
+	}
+}
