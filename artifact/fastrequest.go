@@ -407,41 +407,14 @@ func (d *reqDecoder) intPtr(dst **int64) bool {
 	return true
 }
 
-// floatLit reads a number with JSON's grammar.
+// floatLit reads a number with JSON's grammar (see numberLen).
 func (d *reqDecoder) floatLit() (float64, bool) {
-	start := d.pos
-	d.consume('-')
-	if d.pos >= len(d.data) || !isDigit(d.data[d.pos]) {
+	n := numberLen(d.data[d.pos:])
+	if n == 0 {
 		return 0, false
 	}
-	if d.data[d.pos] == '0' {
-		d.pos++
-	} else {
-		for d.pos < len(d.data) && isDigit(d.data[d.pos]) {
-			d.pos++
-		}
-	}
-	if d.consume('.') {
-		if d.pos >= len(d.data) || !isDigit(d.data[d.pos]) {
-			return 0, false
-		}
-		for d.pos < len(d.data) && isDigit(d.data[d.pos]) {
-			d.pos++
-		}
-	}
-	if d.pos < len(d.data) && (d.data[d.pos] == 'e' || d.data[d.pos] == 'E') {
-		d.pos++
-		if !d.consume('+') {
-			d.consume('-')
-		}
-		if d.pos >= len(d.data) || !isDigit(d.data[d.pos]) {
-			return 0, false
-		}
-		for d.pos < len(d.data) && isDigit(d.data[d.pos]) {
-			d.pos++
-		}
-	}
-	f, err := strconv.ParseFloat(string(d.data[start:d.pos]), 64)
+	f, err := strconv.ParseFloat(string(d.data[d.pos:d.pos+n]), 64)
+	d.pos += n
 	return f, err == nil
 }
 

@@ -46,7 +46,7 @@ func parseKind(line []byte) (Kind, *LineError) {
 		case v[0] == '-' || (v[0] >= '0' && v[0] <= '9'):
 			return Kind{}, &LineError{Field: "schema_version", Err: fmt.Errorf("integer spelled as a float (%s)", v)}
 		default:
-			return Kind{}, &LineError{Field: "schema_version", Err: fmt.Errorf("schema_version must be an integer, got %s", truncateForError(v))}
+			return Kind{}, &LineError{Field: "schema_version", Err: fmt.Errorf("schema_version must be an integer, got %s", truncateText(string(v), 40))}
 		}
 	}
 	return k, nil
