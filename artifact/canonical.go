@@ -20,8 +20,7 @@ import (
 var ErrNonFinite = errors.New("artifact: canonical JSON refuses NaN and infinite numbers")
 
 // Canonical returns the canonical JSON text of v, the input of every digest
-// (workload_digest, SLO digest; stormlog.md §2.5 "Workload digest", §3.1
-// "Digest"). It is the text Python's json.dumps(sort_keys=True,
+// (workload_digest, SLO digest). It is the text Python's json.dumps(sort_keys=True,
 // separators=(",", ":")) writes after integral floats are turned into ints:
 //
 //   - object keys sorted by code point, no whitespace;

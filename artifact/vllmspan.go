@@ -13,7 +13,7 @@ import (
 )
 
 // Source values of VLLMSpan.Source: how the span reached inferprobe. The
-// first three are the contract's (stormlog.md §2.5 infer.vllm_span);
+// first three are those of the infer.vllm_span v1 format;
 // otlp_grpc_receiver is an inferprobe addition (vLLM exports over gRPC by
 // default).
 const (
@@ -35,8 +35,7 @@ type SpanStatus struct {
 	Message string `json:"message"`
 }
 
-// VLLMSpan is one infer.vllm_span v1 line (stormlog.md §2.5,
-// inference_vllm_v1.schema.json "span"): one span as the server exported
+// VLLMSpan is one infer.vllm_span v1 line: one span as the server exported
 // it, with its attributes under their native names.
 //
 // Times are integer nanoseconds. StartUnixNS, EndUnixNS and TimestampNS
@@ -64,7 +63,7 @@ type VLLMSpan struct {
 	// when the resource has host.name, else "<peer address>/unix_epoch_ns"
 	// (e.g. "127.0.0.1/unix_epoch_ns"), else "unknown-host/unix_epoch_ns".
 	// It never carries a boot id, so it is never the client's domain unless
-	// the client has none either (stormlog.md §4.4, item 89).
+	// the client has none either.
 	ClockDomain string
 	// ReceivedAtNS is when the export carrying the span was decoded, on the
 	// client clock; nil for spans read from a file.
@@ -252,7 +251,7 @@ func (r *VLLMSpan) appendContent(b []byte) ([]byte, error) {
 // the derived request_id are excluded, so an identical re-delivery — over
 // HTTP or gRPC, live or read back from the artifact — has the same digest,
 // and the same trace_id+span_id with a different digest is a conflicting
-// span (stormlog.md §4.4). An int64 attribute and a double attribute of the
+// span. An int64 attribute and a double attribute of the
 // same value differ. Returns "" only for a value MarshalJSON also refuses.
 func (r *VLLMSpan) ContentDigest() string {
 	b := make([]byte, 0, 1024)
