@@ -10,7 +10,6 @@ import (
 	"io"
 	"math"
 	"math/big"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -21,8 +20,7 @@ import (
 var ErrNonFinite = errors.New("artifact: canonical JSON refuses NaN and infinite numbers")
 
 // Canonical returns the canonical JSON text of v, the input of every digest
-// (workload_digest, SLO digest; stormlog.md §2.5 "Workload digest", §3.1
-// "Digest"). It is the text Python's json.dumps(sort_keys=True,
+// (workload_digest, SLO digest). It is the text Python's json.dumps(sort_keys=True,
 // separators=(",", ":")) writes after integral floats are turned into ints:
 //
 //   - object keys sorted by code point, no whitespace;
@@ -109,13 +107,8 @@ func writeCanonical(buf *bytes.Buffer, v any) error {
 		}
 		buf.WriteByte(']')
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys) // UTF-8 byte order is code point order
 		buf.WriteByte('{')
-		for i, k := range keys {
+		for i, k := range sortedKeys(make([]string, 0, len(x)), x) {
 			if i > 0 {
 				buf.WriteByte(',')
 			}
@@ -194,10 +187,14 @@ func writeCanonicalString(buf *bytes.Buffer, s string) {
 	buf.WriteByte('"')
 }
 
+// writeU writes the escape \uXXXX of a BMP code point or surrogate.
 func writeU(buf *bytes.Buffer, r rune) {
-	buf.WriteString(`\u`)
-	buf.WriteByte(hexDigits[(r>>12)&0xf])
-	buf.WriteByte(hexDigits[(r>>8)&0xf])
-	buf.WriteByte(hexDigits[(r>>4)&0xf])
-	buf.WriteByte(hexDigits[r&0xf])
+	var a [6]byte
+	buf.Write(appendU(a[:0], r))
+}
+
+// appendU appends the JSON escape \uXXXX (lowercase hex) of a BMP code point
+// or a surrogate half.
+func appendU(b []byte, r rune) []byte {
+	return append(b, '\\', 'u', hexDigits[(r>>12)&0xf], hexDigits[(r>>8)&0xf], hexDigits[(r>>4)&0xf], hexDigits[r&0xf])
 }

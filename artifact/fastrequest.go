@@ -74,102 +74,122 @@ type reqDecoder struct {
 	bools   []bool
 }
 
+// field decodes the value of key into its Request field. It gives up on an
+// unknown or differently cased key (encoding/json decides) and on a value
+// the fast path does not take. The keys are split in two alphabetical
+// halves, so each key still costs one switch.
 func (d *reqDecoder) field(r *Request, key []byte) bool {
+	if len(key) > 0 && key[0] < 'p' {
+		return d.fieldAToO(r, key)
+	}
+	return d.fieldPToZ(r, key)
+}
+
+// fieldAToO decodes the fields whose keys start with a to o.
+func (d *reqDecoder) fieldAToO(r *Request, key []byte) bool {
 	switch string(key) {
-	case "event_type":
-		_, _, ok := d.stringToken()
-		return ok
-	case "schema_version":
-		_, ok := d.intLit()
-		return ok
-	case "session_id":
-		return d.str(&r.SessionID)
-	case "request_id":
-		return d.str(&r.RequestID)
+	case "arrival_mode":
+		return d.str(&r.ArrivalMode)
 	case "case_id":
 		return d.str(&r.CaseID)
-	case "phase":
-		return d.str(&r.Phase)
-	case "timestamp_ns":
-		return d.intPtr(&r.TimestampNS)
-	case "started_at_ns":
-		return d.intPtr(&r.StartedAtNS)
+	case "chunk_interarrival_ms":
+		return d.floatSlice(&r.ChunkInterarrivalMS)
+	case "concurrency":
+		return d.intPtr(&r.Concurrency)
+	case "dispatch_lag_ms":
+		return d.floatPtr(&r.DispatchLagMS)
+	case "e2e_latency_ms":
+		return d.floatPtr(&r.E2ELatencyMS)
 	case "ended_at_ns":
 		return d.intPtr(&r.EndedAtNS)
 	case "endpoint":
 		return d.str(&r.Endpoint)
-	case "model":
-		return d.str(&r.Model)
-	case "concurrency":
-		return d.intPtr(&r.Concurrency)
+	case "error_message":
+		return d.strPtr(&r.ErrorMessage)
+	case "error_type":
+		return d.strPtr(&r.ErrorType)
+	case "event_type": // read by the reader already: its JSON type is checked
+		_, _, ok := d.stringToken()
+		return ok
+	case "finish_reason":
+		return d.strPtr(&r.FinishReason)
+	case "first_answer_ms":
+		return d.floatPtr(&r.FirstAnswerMS)
+	case "first_chunk_latency_ms":
+		return d.floatPtr(&r.FirstChunkLatencyMS)
+	case "held_for_slot":
+		return d.boolPtr(&r.HeldForSlot)
+	case "http_status":
+		return d.intPtr(&r.HTTPStatus)
+	case "in_flight_at_dispatch":
+		return d.intPtr(&r.InFlightAtDispatch)
+	case "intended_at_ns":
+		return d.intPtr(&r.IntendedAtNS)
 	case "max_in_flight":
 		return d.intPtr(&r.MaxInFlight)
+	case "model":
+		return d.str(&r.Model)
+	case "output_token_exact":
+		return d.boolean(&r.OutputTokenExact)
+	case "output_token_source":
+		return d.str(&r.OutputTokenSource)
+	case "output_tokens":
+		return d.intPtr(&r.OutputTokens)
+	}
+	return false // unknown or differently cased: encoding/json decides
+}
+
+// fieldPToZ decodes the fields whose keys start with p to z, and those of
+// any other key (false).
+func (d *reqDecoder) fieldPToZ(r *Request, key []byte) bool {
+	switch string(key) {
+	case "phase":
+		return d.str(&r.Phase)
+	case "prefix_group":
+		return d.intPtr(&r.PrefixGroup)
+	case "prompt_digest":
+		return d.strPtr(&r.PromptDigest)
+	case "prompt_id":
+		return d.strPtr(&r.PromptID)
+	case "prompt_mode":
+		return d.str(&r.PromptMode)
+	case "prompt_token_exact":
+		return d.boolean(&r.PromptTokenExact)
+	case "prompt_token_source":
+		return d.str(&r.PromptTokenSource)
+	case "prompt_tokens":
+		return d.intPtr(&r.PromptTokens)
+	case "request_id":
+		return d.str(&r.RequestID)
+	case "request_index":
+		return d.intPtr(&r.RequestIndex)
+	case "schema_version": // read by the reader already: its JSON type is checked
+		_, ok := d.intLit()
+		return ok
+	case "session_id":
+		return d.str(&r.SessionID)
+	case "shared_prefix_tokens":
+		return d.intPtr(&r.SharedPrefixTokens)
+	case "started_at_ns":
+		return d.intPtr(&r.StartedAtNS)
+	case "status":
+		return d.str(&r.Status)
+	case "stream":
+		return d.boolean(&r.Stream)
 	case "target_input_tokens":
 		return d.integer(&r.TargetInputTokens)
 	case "target_output_tokens":
 		return d.integer(&r.TargetOutputTokens)
-	case "stream":
-		return d.boolean(&r.Stream)
-	case "status":
-		return d.str(&r.Status)
-	case "e2e_latency_ms":
-		return d.floatPtr(&r.E2ELatencyMS)
-	case "ttft_ms":
-		return d.floatPtr(&r.TTFTMS)
-	case "first_chunk_latency_ms":
-		return d.floatPtr(&r.FirstChunkLatencyMS)
-	case "chunk_interarrival_ms":
-		return d.floatSlice(&r.ChunkInterarrivalMS)
-	case "prompt_tokens":
-		return d.intPtr(&r.PromptTokens)
-	case "prompt_token_source":
-		return d.str(&r.PromptTokenSource)
-	case "prompt_token_exact":
-		return d.boolean(&r.PromptTokenExact)
-	case "output_tokens":
-		return d.intPtr(&r.OutputTokens)
-	case "output_token_source":
-		return d.str(&r.OutputTokenSource)
-	case "output_token_exact":
-		return d.boolean(&r.OutputTokenExact)
+	case "timestamp_ns":
+		return d.intPtr(&r.TimestampNS)
 	case "total_tokens":
 		return d.intPtr(&r.TotalTokens)
-	case "finish_reason":
-		return d.strPtr(&r.FinishReason)
-	case "error_type":
-		return d.strPtr(&r.ErrorType)
-	case "error_message":
-		return d.strPtr(&r.ErrorMessage)
-	case "http_status":
-		return d.intPtr(&r.HTTPStatus)
-	case "arrival_mode":
-		return d.str(&r.ArrivalMode)
-	case "request_index":
-		return d.intPtr(&r.RequestIndex)
-	case "intended_at_ns":
-		return d.intPtr(&r.IntendedAtNS)
-	case "dispatch_lag_ms":
-		return d.floatPtr(&r.DispatchLagMS)
-	case "held_for_slot":
-		return d.boolPtr(&r.HeldForSlot)
-	case "in_flight_at_dispatch":
-		return d.intPtr(&r.InFlightAtDispatch)
-	case "prompt_mode":
-		return d.str(&r.PromptMode)
-	case "prompt_id":
-		return d.strPtr(&r.PromptID)
-	case "prefix_group":
-		return d.intPtr(&r.PrefixGroup)
-	case "shared_prefix_tokens":
-		return d.intPtr(&r.SharedPrefixTokens)
-	case "prompt_digest":
-		return d.strPtr(&r.PromptDigest)
-	case "x_request_id":
-		return d.strPtr(&r.XRequestID)
 	case "trace_id":
 		return d.strPtr(&r.TraceID)
-	case "first_answer_ms":
-		return d.floatPtr(&r.FirstAnswerMS)
+	case "ttft_ms":
+		return d.floatPtr(&r.TTFTMS)
+	case "x_request_id":
+		return d.strPtr(&r.XRequestID)
 	}
 	return false // unknown or differently cased: encoding/json decides
 }
@@ -195,17 +215,23 @@ func (d *reqDecoder) end(_ *Request) bool {
 			*ref.pdst = nil
 			continue
 		}
-		if slab == nil {
-			slab = make([]string, 0, 8)
-		}
-		if len(slab) < cap(slab) {
-			slab = append(slab, all[ref.start:ref.end])
-			*ref.pdst = &slab[len(slab)-1]
-		} else {
-			*ref.pdst = Ptr(all[ref.start:ref.end])
-		}
+		*ref.pdst = slabPtr(&slab, 8, all[ref.start:ref.end])
 	}
 	return true
+}
+
+// slabPtr returns a pointer to a copy of v, carved from *slab (made with
+// room for n values on first use) while it has room, else allocated alone:
+// the nullable fields of one record share a few allocations.
+func slabPtr[T any](slab *[]T, n int, v T) *T {
+	if *slab == nil {
+		*slab = make([]T, 0, n)
+	}
+	if len(*slab) < cap(*slab) {
+		*slab = append(*slab, v)
+		return &(*slab)[len(*slab)-1]
+	}
+	return Ptr(v)
 }
 
 func (d *reqDecoder) ws() {
@@ -377,53 +403,18 @@ func (d *reqDecoder) intPtr(dst **int64) bool {
 	if !ok {
 		return false
 	}
-	if d.ints == nil {
-		d.ints = make([]int64, 0, 16)
-	}
-	if len(d.ints) < cap(d.ints) {
-		d.ints = append(d.ints, n)
-		*dst = &d.ints[len(d.ints)-1]
-	} else {
-		*dst = Ptr(n)
-	}
+	*dst = slabPtr(&d.ints, 16, n)
 	return true
 }
 
-// floatLit reads a number with JSON's grammar.
+// floatLit reads a number with JSON's grammar (see numberLen).
 func (d *reqDecoder) floatLit() (float64, bool) {
-	start := d.pos
-	d.consume('-')
-	if d.pos >= len(d.data) || !isDigit(d.data[d.pos]) {
+	n := numberLen(d.data[d.pos:])
+	if n == 0 {
 		return 0, false
 	}
-	if d.data[d.pos] == '0' {
-		d.pos++
-	} else {
-		for d.pos < len(d.data) && isDigit(d.data[d.pos]) {
-			d.pos++
-		}
-	}
-	if d.consume('.') {
-		if d.pos >= len(d.data) || !isDigit(d.data[d.pos]) {
-			return 0, false
-		}
-		for d.pos < len(d.data) && isDigit(d.data[d.pos]) {
-			d.pos++
-		}
-	}
-	if d.pos < len(d.data) && (d.data[d.pos] == 'e' || d.data[d.pos] == 'E') {
-		d.pos++
-		if !d.consume('+') {
-			d.consume('-')
-		}
-		if d.pos >= len(d.data) || !isDigit(d.data[d.pos]) {
-			return 0, false
-		}
-		for d.pos < len(d.data) && isDigit(d.data[d.pos]) {
-			d.pos++
-		}
-	}
-	f, err := strconv.ParseFloat(string(d.data[start:d.pos]), 64)
+	f, err := strconv.ParseFloat(string(d.data[d.pos:d.pos+n]), 64)
+	d.pos += n
 	return f, err == nil
 }
 
@@ -436,15 +427,7 @@ func (d *reqDecoder) floatPtr(dst **float64) bool {
 	if !ok {
 		return false
 	}
-	if d.floats == nil {
-		d.floats = make([]float64, 0, 6)
-	}
-	if len(d.floats) < cap(d.floats) {
-		d.floats = append(d.floats, f)
-		*dst = &d.floats[len(d.floats)-1]
-	} else {
-		*dst = Ptr(f)
-	}
+	*dst = slabPtr(&d.floats, 6, f)
 	return true
 }
 
@@ -518,14 +501,6 @@ func (d *reqDecoder) boolPtr(dst **bool) bool {
 	if !ok {
 		return false
 	}
-	if d.bools == nil {
-		d.bools = make([]bool, 0, 2)
-	}
-	if len(d.bools) < cap(d.bools) {
-		d.bools = append(d.bools, b)
-		*dst = &d.bools[len(d.bools)-1]
-	} else {
-		*dst = Ptr(b)
-	}
+	*dst = slabPtr(&d.bools, 2, b)
 	return true
 }

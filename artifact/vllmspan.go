@@ -13,7 +13,7 @@ import (
 )
 
 // Source values of VLLMSpan.Source: how the span reached inferprobe. The
-// first three are the contract's (stormlog.md §2.5 infer.vllm_span);
+// first three are those of the infer.vllm_span v1 format;
 // otlp_grpc_receiver is an inferprobe addition (vLLM exports over gRPC by
 // default).
 const (
@@ -35,8 +35,7 @@ type SpanStatus struct {
 	Message string `json:"message"`
 }
 
-// VLLMSpan is one infer.vllm_span v1 line (stormlog.md §2.5,
-// inference_vllm_v1.schema.json "span"): one span as the server exported
+// VLLMSpan is one infer.vllm_span v1 line: one span as the server exported
 // it, with its attributes under their native names.
 //
 // Times are integer nanoseconds. StartUnixNS, EndUnixNS and TimestampNS
@@ -64,7 +63,7 @@ type VLLMSpan struct {
 	// when the resource has host.name, else "<peer address>/unix_epoch_ns"
 	// (e.g. "127.0.0.1/unix_epoch_ns"), else "unknown-host/unix_epoch_ns".
 	// It never carries a boot id, so it is never the client's domain unless
-	// the client has none either (stormlog.md §4.4, item 89).
+	// the client has none either.
 	ClockDomain string
 	// ReceivedAtNS is when the export carrying the span was decoded, on the
 	// client clock; nil for spans read from a file.
@@ -149,14 +148,7 @@ func (r *VLLMSpan) Float(key string) (float64, bool) {
 		f, err := strconv.ParseFloat(string(v), 64)
 		return f, err == nil
 	case string:
-		switch v {
-		case NaNString:
-			return math.NaN(), true
-		case PosInfString:
-			return math.Inf(1), true
-		case NegInfString:
-			return math.Inf(-1), true
-		}
+		return parseNonFinite(v)
 	}
 	return 0, false
 }
@@ -241,12 +233,7 @@ func (r *VLLMSpan) appendContent(b []byte) ([]byte, error) {
 		b = append(b, '}')
 	}
 	b = append(b, `,"dropped":{`...)
-	keys := make([]string, 0, len(r.Dropped))
-	for k := range r.Dropped {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for i, k := range keys {
+	for i, k := range sortedKeys(make([]string, 0, len(r.Dropped)), r.Dropped) {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -264,7 +251,7 @@ func (r *VLLMSpan) appendContent(b []byte) ([]byte, error) {
 // the derived request_id are excluded, so an identical re-delivery — over
 // HTTP or gRPC, live or read back from the artifact — has the same digest,
 // and the same trace_id+span_id with a different digest is a conflicting
-// span (stormlog.md §4.4). An int64 attribute and a double attribute of the
+// span. An int64 attribute and a double attribute of the
 // same value differ. Returns "" only for a value MarshalJSON also refuses.
 func (r *VLLMSpan) ContentDigest() string {
 	b := make([]byte, 0, 1024)
@@ -296,7 +283,6 @@ func appendStringPtr(b []byte, v *string) []byte {
 // escaped, U+2028/U+2029 escaped, invalid UTF-8 replaced by U+FFFD (as
 // encoding/json does), no HTML escaping.
 func appendString(b []byte, s string) []byte {
-	const hexd = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -317,7 +303,7 @@ func appendString(b []byte, s string) []byte {
 			case '\t':
 				b = append(b, '\\', 't')
 			default:
-				b = append(b, '\\', 'u', '0', '0', hexd[c>>4], hexd[c&0xf])
+				b = appendU(b, rune(c))
 			}
 			i++
 			start = i
@@ -326,14 +312,14 @@ func appendString(b []byte, s string) []byte {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
 			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
+			b = appendU(b, utf8.RuneError)
 			i += size
 			start = i
 			continue
 		}
 		if r == '\u2028' || r == '\u2029' {
 			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexd[r&0xf])
+			b = appendU(b, r)
 			i += size
 			start = i
 			continue
@@ -349,13 +335,8 @@ func appendString(b []byte, s string) []byte {
 // point or exponent so it reads back as a double. Non-finite values are the
 // strings "NaN", "+Inf", "-Inf".
 func appendFloat(b []byte, f float64) []byte {
-	switch {
-	case math.IsNaN(f):
-		return append(b, `"`+NaNString+`"`...)
-	case math.IsInf(f, 1):
-		return append(b, `"`+PosInfString+`"`...)
-	case math.IsInf(f, -1):
-		return append(b, `"`+NegInfString+`"`...)
+	if s := nonFiniteJSON(f); s != "" {
+		return append(b, s...)
 	}
 	abs := math.Abs(f)
 	format := byte('f')
@@ -451,12 +432,7 @@ func appendMap(b []byte, m map[string]any, depth int) ([]byte, error) {
 		}
 	default:
 		var arr [32]string
-		keys := arr[:0]
-		for k := range m {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for i, k := range keys {
+		for i, k := range sortedKeys(arr[:0], m) {
 			if i > 0 {
 				b = append(b, ',')
 			}
@@ -473,44 +449,61 @@ func appendMap(b []byte, m map[string]any, depth int) ([]byte, error) {
 
 // isJSONNumber reports whether s is a JSON number literal.
 func isJSONNumber(s string) bool {
+	n := numberLen(s)
+	return n > 0 && n == len(s)
+}
+
+// numberLen returns the length of the JSON number literal that s starts
+// with (-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?), or 0 when s does not
+// start with one.
+func numberLen[T string | []byte](s T) int {
 	i := 0
 	if i < len(s) && s[i] == '-' {
 		i++
 	}
-	if i >= len(s) {
-		return false
-	}
-	if s[i] == '0' {
+	switch {
+	case i >= len(s):
+		return 0
+	case s[i] == '0':
 		i++
-	} else if s[i] >= '1' && s[i] <= '9' {
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-	} else {
-		return false
+	case s[i] >= '1' && s[i] <= '9':
+		i = skipDigits(s, i)
+	default:
+		return 0
 	}
 	if i < len(s) && s[i] == '.' {
-		i++
-		d := i
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		if i == d {
-			return false
+		d := i + 1
+		if i = skipDigits(s, d); i == d {
+			return 0
 		}
 	}
 	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
+		d := i + 1
+		if d < len(s) && (s[d] == '+' || s[d] == '-') {
+			d++
 		}
-		d := i
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		if i == d {
-			return false
+		if i = skipDigits(s, d); i == d {
+			return 0
 		}
 	}
-	return i == len(s)
+	return i
+}
+
+// skipDigits returns the index of the first byte of s from i on that is not
+// an ASCII digit.
+func skipDigits[T string | []byte](s T, i int) int {
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// sortedKeys appends the keys of m to buf, sorts them in byte order (code
+// point order for UTF-8) and returns buf.
+func sortedKeys[V any](buf []string, m map[string]V) []string {
+	for k := range m {
+		buf = append(buf, k)
+	}
+	slices.Sort(buf)
+	return buf
 }

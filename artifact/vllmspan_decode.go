@@ -79,7 +79,9 @@ func DecodeVLLMSpanObject(text []byte) (VLLMSpan, error) {
 	return w.record()
 }
 
-// record builds a VLLMSpan from a decoded line.
+// record builds a VLLMSpan from a decoded line, checking in turn the name,
+// the times, the ids, the attribute, resource and scope objects, the status
+// and the dropped counts; the first error found is returned.
 func (w *wireSpan) record() (VLLMSpan, error) {
 	if w.Name == nil || *w.Name == "" {
 		return VLLMSpan{}, errors.New("span without a name")
@@ -88,6 +90,31 @@ func (w *wireSpan) record() (VLLMSpan, error) {
 		SessionID: w.SessionID, RunID: w.RunID, Source: w.Source, Name: *w.Name,
 		ClockDomain: w.ClockDomain, Kind: nonEmpty(w.Kind), RequestID: nonEmpty(w.RequestID),
 	}
+	var err error
+	if err = w.times(&rec); err != nil {
+		return VLLMSpan{}, err
+	}
+	if err = w.ids(&rec); err != nil {
+		return VLLMSpan{}, err
+	}
+	if err = w.objects(&rec); err != nil {
+		return VLLMSpan{}, err
+	}
+	if rec.Status, err = spanStatus(w.Status); err != nil {
+		return VLLMSpan{}, err
+	}
+	if rec.Dropped, err = droppedCounts(w.Dropped); err != nil {
+		return VLLMSpan{}, err
+	}
+	if rec.TimestampNS == nil && rec.StartUnixNS != nil {
+		rec.TimestampNS = Ptr(*rec.StartUnixNS)
+	}
+	return rec, nil
+}
+
+// times reads the *_ns fields exactly (see exactInt) and checks that the end
+// does not precede the start.
+func (w *wireSpan) times(rec *VLLMSpan) error {
 	var err error
 	for _, f := range []struct {
 		name string
@@ -100,12 +127,19 @@ func (w *wireSpan) record() (VLLMSpan, error) {
 		{"end_unix_ns", w.EndUnixNS, &rec.EndUnixNS},
 	} {
 		if *f.dst, err = exactInt(f.raw); err != nil {
-			return VLLMSpan{}, fmt.Errorf("%s: %w", f.name, err)
+			return fmt.Errorf("%s: %w", f.name, err)
 		}
 	}
 	if rec.StartUnixNS != nil && rec.EndUnixNS != nil && *rec.EndUnixNS < *rec.StartUnixNS {
-		return VLLMSpan{}, fmt.Errorf("end_unix_ns %d precedes start_unix_ns %d", *rec.EndUnixNS, *rec.StartUnixNS)
+		return fmt.Errorf("end_unix_ns %d precedes start_unix_ns %d", *rec.EndUnixNS, *rec.StartUnixNS)
 	}
+	return nil
+}
+
+// ids reads the trace id (16 bytes) and the span and parent ids (8 bytes)
+// as lowercase hex (see hexID).
+func (w *wireSpan) ids(rec *VLLMSpan) error {
+	var err error
 	for _, f := range []struct {
 		name string
 		v    *string
@@ -117,9 +151,16 @@ func (w *wireSpan) record() (VLLMSpan, error) {
 		{"parent_span_id", w.ParentSpanID, 8, &rec.ParentSpanID},
 	} {
 		if *f.dst, err = hexID(f.v, f.n); err != nil {
-			return VLLMSpan{}, fmt.Errorf("%s: %w", f.name, err)
+			return fmt.Errorf("%s: %w", f.name, err)
 		}
 	}
+	return nil
+}
+
+// objects reads the attribute, resource and scope objects with exact
+// numbers (see jsonObject).
+func (w *wireSpan) objects(rec *VLLMSpan) error {
+	var err error
 	for _, f := range []struct {
 		name string
 		raw  json.RawMessage
@@ -130,41 +171,51 @@ func (w *wireSpan) record() (VLLMSpan, error) {
 		{"scope", w.Scope, &rec.Scope},
 	} {
 		if *f.dst, err = jsonObject(f.raw); err != nil {
-			return VLLMSpan{}, fmt.Errorf("%s: %w", f.name, err)
+			return fmt.Errorf("%s: %w", f.name, err)
 		}
 	}
-	if len(w.Status) > 0 && string(w.Status) != "null" {
-		var st struct {
-			Code    json.RawMessage `json:"code"`
-			Message string          `json:"message"`
-		}
-		if err := json.Unmarshal(w.Status, &st); err != nil {
-			return VLLMSpan{}, fmt.Errorf("status: %w", err)
-		}
-		code, err := statusCodeName(st.Code)
-		if err != nil {
-			return VLLMSpan{}, fmt.Errorf("status code: %w", err)
-		}
-		rec.Status = &SpanStatus{Code: code, Message: st.Message}
+	return nil
+}
+
+// spanStatus reads a {code, message} status, the code as a name or an OTLP
+// enum number (see statusCodeName); null or absent is nil.
+func spanStatus(raw json.RawMessage) (*SpanStatus, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
 	}
-	if len(w.Dropped) > 0 && string(w.Dropped) != "null" {
-		var raw map[string]json.RawMessage
-		if err := json.Unmarshal(w.Dropped, &raw); err != nil {
-			return VLLMSpan{}, fmt.Errorf("dropped: %w", err)
-		}
-		rec.Dropped = make(map[string]int64, len(raw))
-		for k, v := range raw {
-			n, err := exactInt(v)
-			if err != nil || n == nil || *n < 0 {
-				return VLLMSpan{}, fmt.Errorf("dropped %q: want a non-negative integer, got %s", k, truncateText(string(v), 40))
-			}
-			rec.Dropped[k] = *n
-		}
+	var st struct {
+		Code    json.RawMessage `json:"code"`
+		Message string          `json:"message"`
 	}
-	if rec.TimestampNS == nil && rec.StartUnixNS != nil {
-		rec.TimestampNS = Ptr(*rec.StartUnixNS)
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return nil, fmt.Errorf("status: %w", err)
 	}
-	return rec, nil
+	code, err := statusCodeName(st.Code)
+	if err != nil {
+		return nil, fmt.Errorf("status code: %w", err)
+	}
+	return &SpanStatus{Code: code, Message: st.Message}, nil
+}
+
+// droppedCounts reads the dropped counts, each a non-negative integer;
+// null or absent is nil.
+func droppedCounts(raw json.RawMessage) (map[string]int64, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var counts map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &counts); err != nil {
+		return nil, fmt.Errorf("dropped: %w", err)
+	}
+	dropped := make(map[string]int64, len(counts))
+	for k, v := range counts {
+		n, err := exactInt(v)
+		if err != nil || n == nil || *n < 0 {
+			return nil, fmt.Errorf("dropped %q: want a non-negative integer, got %s", k, truncateText(string(v), 40))
+		}
+		dropped[k] = *n
+	}
+	return dropped, nil
 }
 
 // strictUnmarshal decodes one JSON value into v and refuses trailing data.

@@ -98,39 +98,18 @@ func (r *Receiver) Stats() Stats {
 //     spans_rejected, queue_full, busy, ...), "limits" (max_body_bytes,
 //     max_spans_per_export, queue_spans, queue_bytes,
 //     max_concurrent_exports, retry_after_seconds), and
-//     "per_request_attribution": "gen_ai.request.id" (spans carry the
-//     request id, stormlog.md §4.4).
+//     "per_request_attribution": "gen_ai.request.id" (vLLM's request
+//     spans carry the request id there, so spans join requests one by one).
 func (r *Receiver) Capabilities(ctx artifact.Context) artifact.Capabilities {
 	s := r.Stats()
 	httpAddr, grpcAddr := r.HTTPAddr(), r.GRPCAddr()
 	r.mu.Lock()
 	listened := r.listened && (httpAddr != "" || grpcAddr != "" || len(r.bindErrs) > 0)
 	r.mu.Unlock()
-	var enabled, collected []string
-	if httpAddr != "" || !listened {
-		enabled = append(enabled, CapHTTPProtobuf, CapHTTPJSON)
-	}
-	if grpcAddr != "" {
-		enabled = append(enabled, CapGRPC)
-	}
-	if s.SpansHTTPProtobuf > 0 {
-		collected = append(collected, CapHTTPProtobuf)
-	}
-	if s.SpansHTTPJSON > 0 {
-		collected = append(collected, CapHTTPJSON)
-	}
-	if s.SpansGRPC > 0 {
-		collected = append(collected, CapGRPC)
-	}
 	available := httpAddr != "" || grpcAddr != "" || s.SpansReceived() > 0
-	if !available {
-		enabled = nil
-	}
-	nullable := func(a string) any {
-		if a == "" {
-			return nil
-		}
-		return a
+	var enabled []string
+	if available {
+		enabled = enabledPaths(httpAddr, grpcAddr, listened)
 	}
 	bind := make([]any, 0, len(s.BindErrors))
 	for _, b := range s.BindErrors {
@@ -143,43 +122,93 @@ func (r *Receiver) Capabilities(ctx artifact.Context) artifact.Capabilities {
 		Available: available,
 		Supported: []string{CapHTTPProtobuf, CapHTTPJSON, CapGRPC, CapOTLPFile, CapJSONLFile},
 		Enabled:   enabled,
-		Collected: collected,
+		Collected: collectedPaths(s),
 		Metadata: map[string]any{
-			"listen":      map[string]any{"http": nullable(httpAddr), "grpc": nullable(grpcAddr)},
-			"bind_errors": bind,
-			"counters": map[string]any{
-				"http_requests":       s.HTTPRequests,
-				"grpc_requests":       s.GRPCRequests,
-				"grpc_on_http":        s.GRPCOnHTTP,
-				"exports_accepted":    s.ExportsAccepted,
-				"spans_received":      s.SpansReceived(),
-				"spans_http_protobuf": s.SpansHTTPProtobuf,
-				"spans_http_json":     s.SpansHTTPJSON,
-				"spans_grpc":          s.SpansGRPC,
-				"spans_rejected":      s.SpansRejected,
-				"partial_successes":   s.PartialSuccesses,
-				"spans_delivered":     s.SpansDelivered,
-				"spans_dropped":       s.SpansDropped,
-				"queue_full":          s.QueueFull,
-				"busy":                s.Busy,
-				"too_large":           s.TooLarge,
-				"bad_requests":        s.BadRequests,
-				"unsupported_media":   s.UnsupportedMedia,
-				"method_not_allowed":  s.MethodNotAllowed,
-				"not_found":           s.NotFound,
-				"after_stop":          s.AfterStop,
-				"timeouts":            s.Timeouts,
-				"bind_errors":         int64(len(s.BindErrors)),
-			},
-			"limits": map[string]any{
-				"max_body_bytes":         r.opts.MaxBodyBytes,
-				"max_spans_per_export":   int64(r.opts.MaxSpansPerExport),
-				"queue_spans":            int64(r.opts.QueueSpans),
-				"queue_bytes":            r.opts.QueueBytes,
-				"max_concurrent_exports": int64(r.opts.MaxConcurrentExports),
-				"retry_after_seconds":    int64((r.opts.RetryAfter + time.Second - 1) / time.Second),
-			},
+			"listen":                  map[string]any{"http": nullable(httpAddr), "grpc": nullable(grpcAddr)},
+			"bind_errors":             bind,
+			"counters":                s.counterMetadata(),
+			"limits":                  r.limitMetadata(),
 			"per_request_attribution": artifact.AttrRequestID,
 		},
+	}
+}
+
+// enabledPaths are the span paths of the bound listeners: the HTTP ones
+// (protobuf and JSON) when the HTTP listener is bound or Listen was never
+// called, and gRPC when its listener is bound.
+func enabledPaths(httpAddr, grpcAddr string, listened bool) []string {
+	var enabled []string
+	if httpAddr != "" || !listened {
+		enabled = append(enabled, CapHTTPProtobuf, CapHTTPJSON)
+	}
+	if grpcAddr != "" {
+		enabled = append(enabled, CapGRPC)
+	}
+	return enabled
+}
+
+// collectedPaths are the span paths that delivered at least one span, in
+// the order HTTP protobuf, HTTP JSON, gRPC; nil when none did.
+func collectedPaths(s Stats) []string {
+	var collected []string
+	if s.SpansHTTPProtobuf > 0 {
+		collected = append(collected, CapHTTPProtobuf)
+	}
+	if s.SpansHTTPJSON > 0 {
+		collected = append(collected, CapHTTPJSON)
+	}
+	if s.SpansGRPC > 0 {
+		collected = append(collected, CapGRPC)
+	}
+	return collected
+}
+
+// nullable is a bound address, or nil (JSON null) for "".
+func nullable(a string) any {
+	if a == "" {
+		return nil
+	}
+	return a
+}
+
+// counterMetadata is the capabilities "counters" object: every counter as a
+// snake_case int64.
+func (s Stats) counterMetadata() map[string]any {
+	return map[string]any{
+		"http_requests":       s.HTTPRequests,
+		"grpc_requests":       s.GRPCRequests,
+		"grpc_on_http":        s.GRPCOnHTTP,
+		"exports_accepted":    s.ExportsAccepted,
+		"spans_received":      s.SpansReceived(),
+		"spans_http_protobuf": s.SpansHTTPProtobuf,
+		"spans_http_json":     s.SpansHTTPJSON,
+		"spans_grpc":          s.SpansGRPC,
+		"spans_rejected":      s.SpansRejected,
+		"partial_successes":   s.PartialSuccesses,
+		"spans_delivered":     s.SpansDelivered,
+		"spans_dropped":       s.SpansDropped,
+		"queue_full":          s.QueueFull,
+		"busy":                s.Busy,
+		"too_large":           s.TooLarge,
+		"bad_requests":        s.BadRequests,
+		"unsupported_media":   s.UnsupportedMedia,
+		"method_not_allowed":  s.MethodNotAllowed,
+		"not_found":           s.NotFound,
+		"after_stop":          s.AfterStop,
+		"timeouts":            s.Timeouts,
+		"bind_errors":         int64(len(s.BindErrors)),
+	}
+}
+
+// limitMetadata is the capabilities "limits" object: the effective limits
+// as int64, the retry delay in whole seconds rounded up.
+func (r *Receiver) limitMetadata() map[string]any {
+	return map[string]any{
+		"max_body_bytes":         r.opts.MaxBodyBytes,
+		"max_spans_per_export":   int64(r.opts.MaxSpansPerExport),
+		"queue_spans":            int64(r.opts.QueueSpans),
+		"queue_bytes":            r.opts.QueueBytes,
+		"max_concurrent_exports": int64(r.opts.MaxConcurrentExports),
+		"retry_after_seconds":    int64((r.opts.RetryAfter + time.Second - 1) / time.Second),
 	}
 }

@@ -2,10 +2,10 @@
 // trace receiver over HTTP (POST /v1/traces, protobuf and JSON, gzip) and
 // gRPC (the OTLP TraceService), decoded with the OpenTelemetry Collector's
 // pdata, and a reader for span files (`analyze --vllm-spans FILE`). Every
-// span becomes a artifact.VLLMSpan, the infer.vllm_span v1 record of the artifact
-// (stormlog.md §2.5, §4.4; vllm.md §1–§2), with its start and end as exact
-// integer nanoseconds, its attributes under their native names, and the
-// X-Request-Id recovered from gen_ai.request.id (CandidateRequestIDs).
+// span becomes an artifact.VLLMSpan, the infer.vllm_span v1 record of the
+// artifact, with its start and end as exact integer nanoseconds, its
+// attributes under their native names, and the X-Request-Id recovered from
+// gen_ai.request.id (CandidateRequestIDs).
 //
 // The receiver never holds unbounded memory: bodies are limited after
 // decompression, the exports decoded at once are limited, and decoded spans

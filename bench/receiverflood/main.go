@@ -60,7 +60,9 @@ func main() {
 		runServer(*procs, *consumer)
 		return
 	}
-	if err := runFlood(*procs, *consumer, *factor, *duration, *calibrate, *clients, *batch, *inflight, *maxRSS); err != nil {
+	cfg := config{procs: *procs, consumer: *consumer, factor: *factor, duration: *duration, calibrate: *calibrate,
+		clients: *clients, batch: *batch, inflight: *inflight, maxRSSMiB: *maxRSS}
+	if err := runFlood(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "receiverflood:", err)
 		os.Exit(1)
 	}
@@ -209,47 +211,117 @@ func stats(client *http.Client, base string) (receiver.Stats, error) {
 	return st, json.NewDecoder(resp.Body).Decode(&st)
 }
 
-func runFlood(procs int, consumer string, factor float64, duration, calibrate time.Duration, clients, batch, inflight, maxRSS int) error {
-	exe, err := os.Executable()
+// config is the flood's settings, from the flags.
+type config struct {
+	procs     int           // GOMAXPROCS of the receiver process
+	consumer  string        // "marshal" or "noop"
+	factor    float64       // offered load as a multiple of the capacity
+	duration  time.Duration // flood duration
+	calibrate time.Duration // capacity measurement duration
+	clients   int           // back-to-back senders while measuring capacity
+	batch     int           // spans per export
+	inflight  int           // most exports in flight during the flood
+	maxRSSMiB int           // the peak RSS that fails the run
+}
+
+// target is the child receiver the parent sends to.
+type target struct {
+	client  *http.Client
+	base    string // http://host:port
+	url     string // base + receiver.TracesPath
+	pid     int
+	payload []byte // one export of batch spans
+	batch   int
+}
+
+// runFlood starts the child receiver, measures its capacity, floods it at cfg.factor times
+// that and prints what came back. It fails when the flood drew no 429/503 answer or the
+// child's peak RSS reached cfg.maxRSSMiB.
+func runFlood(cfg config) error {
+	t, stop, err := startChild(cfg)
 	if err != nil {
 		return err
 	}
-	child := exec.Command(exe, "-serve", "-procs", strconv.Itoa(procs), "-consumer", consumer)
+	defer stop()
+	fmt.Printf("receiver pid %d, GOMAXPROCS=%d, consumer=%s; exports of %d spans (%d bytes); %d cores here\n",
+		t.pid, cfg.procs, cfg.consumer, cfg.batch, len(t.payload), runtime.NumCPU())
+	capacity, err := t.capacity(cfg.calibrate, cfg.clients)
+	if err != nil {
+		return err
+	}
+	t.waitDrained()
+	before, _ := stats(t.client, t.base)
+	rate := cfg.factor * capacity / float64(cfg.batch) // exports per second
+	fmt.Printf("flood: %.0fx capacity = %.0f spans/s offered (%.1f exports/s) for %v, at most %d in flight\n",
+		cfg.factor, cfg.factor*capacity, rate, cfg.duration, cfg.inflight)
+	stopSampling := sampleRSS(t.pid)
+	res := t.flood(rate, cfg.duration, cfg.inflight)
+	peak := stopSampling()
+	after, err := stats(t.client, t.base)
+	if err != nil {
+		return err
+	}
+	hwm := rssKiB(t.pid, "VmHWM")
+	res.print(cfg.batch, before, after)
+	fmt.Printf("receiver RSS: peak sampled %.1f MiB, VmHWM %.1f MiB (limit %d MiB)\n", float64(peak)/1024, float64(hwm)/1024, cfg.maxRSSMiB)
+	if res.ans.byStatus[429]+res.ans.byStatus[503] == 0 {
+		return fmt.Errorf("the flood drew no 429/503 answer")
+	}
+	if max(peak, hwm) >= int64(cfg.maxRSSMiB)*1024 {
+		return fmt.Errorf("peak RSS %d KiB reached the %d MiB limit", max(peak, hwm), cfg.maxRSSMiB)
+	}
+	return nil
+}
+
+// startChild runs this binary with -serve and waits for its "listening ADDR" line. stop
+// sends the child SIGTERM and waits for it.
+func startChild(cfg config) (t *target, stop func(), err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	child := exec.Command(exe, "-serve", "-procs", strconv.Itoa(cfg.procs), "-consumer", cfg.consumer)
 	child.Stderr = os.Stderr
 	out, err := child.StdoutPipe()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if err := child.Start(); err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer func() {
+	stop = func() {
 		_ = child.Process.Signal(syscall.SIGTERM)
 		_ = child.Wait()
-	}()
+	}
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "listening ") {
-		return fmt.Errorf("child did not start: %q %v", line, err)
+		stop()
+		return nil, nil, fmt.Errorf("child did not start: %q %v", line, err)
 	}
 	base := "http://" + strings.TrimSpace(strings.TrimPrefix(line, "listening "))
-	url := base + receiver.TracesPath
-	pid := child.Process.Pid
-	payload := body(batch)
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: inflight, DisableCompression: true}, Timeout: 30 * time.Second}
-	fmt.Printf("receiver pid %d, GOMAXPROCS=%d, consumer=%s; exports of %d spans (%d bytes); %d cores here\n",
-		pid, procs, consumer, batch, len(payload), runtime.NumCPU())
+	return &target{
+		client:  &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.inflight, DisableCompression: true}, Timeout: 30 * time.Second},
+		base:    base,
+		url:     base + receiver.TracesPath,
+		pid:     child.Process.Pid,
+		payload: body(cfg.batch),
+		batch:   cfg.batch,
+	}, stop, nil
+}
 
-	// Capacity: back-to-back senders; a refused export is retried after the advertised delay's
-	// worth of a short pause, so the figure is what the receiver sustains.
+// capacity measures the spans/s the receiver accepts from clients back-to-back senders over
+// d: a refused export is retried after a short pause, so the figure is what the receiver
+// sustains. It fails when no export was accepted.
+func (t *target) capacity(d time.Duration, clients int) (float64, error) {
 	var accepted atomic.Int64
-	deadline := time.Now().Add(calibrate)
+	deadline := time.Now().Add(d)
 	var wg sync.WaitGroup
 	for c := 0; c < clients; c++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for time.Now().Before(deadline) {
-				code, err := send(client, url, payload)
+				code, err := send(t.client, t.url, t.payload)
 				if err != nil {
 					return
 				}
@@ -263,29 +335,29 @@ func runFlood(procs int, consumer string, factor float64, duration, calibrate ti
 	}
 	t0 := time.Now()
 	wg.Wait()
-	capacity := float64(accepted.Load()*int64(batch)) / time.Since(t0).Seconds()
-	fmt.Printf("capacity: %.0f spans/s (%d exports accepted in %v by %d back-to-back senders)\n", capacity, accepted.Load(), calibrate, clients)
+	capacity := float64(accepted.Load()*int64(t.batch)) / time.Since(t0).Seconds()
+	fmt.Printf("capacity: %.0f spans/s (%d exports accepted in %v by %d back-to-back senders)\n", capacity, accepted.Load(), d, clients)
 	if capacity <= 0 {
-		return fmt.Errorf("no export accepted while measuring capacity")
+		return 0, fmt.Errorf("no export accepted while measuring capacity")
 	}
-	// Let the queue drain before the flood.
+	return capacity, nil
+}
+
+// waitDrained waits, at most 10 s, for the receiver's queue to empty.
+func (t *target) waitDrained() {
 	for i := 0; i < 200; i++ {
-		if st, err := stats(client, base); err == nil && st.QueuedSpans == 0 {
-			break
+		if st, err := stats(t.client, t.base); err == nil && st.QueuedSpans == 0 {
+			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	before, _ := stats(client, base)
+}
 
-	// Flood: open loop at factor × capacity.
-	rate := factor * capacity / float64(batch) // exports per second
-	interval := time.Duration(float64(time.Second) / rate)
-	fmt.Printf("flood: %.0fx capacity = %.0f spans/s offered (%.1f exports/s) for %v, at most %d in flight\n",
-		factor, factor*capacity, rate, duration, inflight)
-	ans := &answers{byStatus: map[int]int{}}
-	slots := make(chan struct{}, inflight)
+// sampleRSS samples the VmRSS of process pid every 20 ms until the returned stop is
+// called; stop returns the peak in KiB.
+func sampleRSS(pid int) (stop func() int64) {
 	var peak atomic.Int64
-	stopSampling := make(chan struct{})
+	done := make(chan struct{})
 	var sampler sync.WaitGroup
 	sampler.Add(1)
 	go func() {
@@ -297,64 +369,76 @@ func runFlood(procs int, consumer string, factor float64, duration, calibrate ti
 				peak.Store(v)
 			}
 			select {
-			case <-stopSampling:
+			case <-done:
 				return
 			case <-tick.C:
 			}
 		}
 	}()
-	var sent, notSent int
+	return func() int64 {
+		close(done)
+		sampler.Wait()
+		return peak.Load()
+	}
+}
+
+// floodResult is what one flood drew.
+type floodResult struct {
+	ans           *answers
+	sent, notSent int           // exports sent, and dispatches that found no free sender
+	window        time.Duration // the dispatch window: offered rates are over it
+	elapsed       time.Duration // until the last answer
+}
+
+// flood offers rate exports/s for d as an open loop: each export is dispatched on schedule
+// whether or not earlier ones were answered, at most inflight at once (a dispatch that finds
+// none free is counted, not sent). It returns once every sent export is answered.
+func (t *target) flood(rate float64, d time.Duration, inflight int) floodResult {
+	interval := time.Duration(float64(time.Second) / rate)
+	res := floodResult{ans: &answers{byStatus: map[int]int{}}}
+	slots := make(chan struct{}, inflight)
 	start := time.Now()
-	end := start.Add(duration)
+	end := start.Add(d)
 	var flood sync.WaitGroup
 	for i := 0; ; i++ {
 		at := start.Add(time.Duration(i) * interval)
 		if !at.Before(end) {
 			break
 		}
-		if d := time.Until(at); d > 0 {
-			time.Sleep(d)
+		if wait := time.Until(at); wait > 0 {
+			time.Sleep(wait)
 		}
 		select {
 		case slots <- struct{}{}:
 		default:
-			notSent++
+			res.notSent++
 			continue
 		}
-		sent++
+		res.sent++
 		flood.Add(1)
 		go func() {
 			defer flood.Done()
 			defer func() { <-slots }()
-			ans.add(send(client, url, payload))
+			res.ans.add(send(t.client, t.url, t.payload))
 		}()
 	}
-	window := time.Since(start) // the dispatch window: offered rates are over it
+	res.window = time.Since(start)
 	flood.Wait()
-	elapsed := time.Since(start)
-	close(stopSampling)
-	sampler.Wait()
-	after, err := stats(client, base)
-	if err != nil {
-		return err
-	}
-	hwm := rssKiB(pid, "VmHWM")
+	res.elapsed = time.Since(start)
+	return res
+}
+
+// print writes the answers by status and the offered and accepted span rates, with the
+// receiver's counters between the before and after snapshots.
+func (res floodResult) print(batch int, before, after receiver.Stats) {
+	ans := res.ans
 	ok200 := ans.byStatus[200]
-	refused := ans.byStatus[429] + ans.byStatus[503]
 	fmt.Printf("answers: %d sent, %d not sent (no free sender): 200=%d 429=%d 503=%d other=%v transport errors=%d %s\n",
-		sent, notSent, ok200, ans.byStatus[429], ans.byStatus[503], others(ans.byStatus), ans.errors, ans.errText)
+		res.sent, res.notSent, ok200, ans.byStatus[429], ans.byStatus[503], others(ans.byStatus), ans.errors, ans.errText)
 	fmt.Printf("spans: offered %.0f/s (sent %.0f/s) over the %.1f s dispatch window, accepted %.0f/s over %.1f s; receiver: queue_full %d, busy %d, delivered %d, dropped %d\n",
-		float64((sent+notSent)*batch)/window.Seconds(), float64(sent*batch)/window.Seconds(), window.Seconds(),
-		float64(ok200*batch)/elapsed.Seconds(), elapsed.Seconds(),
+		float64((res.sent+res.notSent)*batch)/res.window.Seconds(), float64(res.sent*batch)/res.window.Seconds(), res.window.Seconds(),
+		float64(ok200*batch)/res.elapsed.Seconds(), res.elapsed.Seconds(),
 		after.QueueFull-before.QueueFull, after.Busy-before.Busy, after.SpansDelivered-before.SpansDelivered, after.SpansDropped)
-	fmt.Printf("receiver RSS: peak sampled %.1f MiB, VmHWM %.1f MiB (limit %d MiB)\n", float64(peak.Load())/1024, float64(hwm)/1024, maxRSS)
-	if refused == 0 {
-		return fmt.Errorf("the flood drew no 429/503 answer")
-	}
-	if max(peak.Load(), hwm) >= int64(maxRSS)*1024 {
-		return fmt.Errorf("peak RSS %d KiB reached the %d MiB limit", max(peak.Load(), hwm), maxRSS)
-	}
-	return nil
 }
 
 func others(m map[int]int) map[int]int {

@@ -2,7 +2,7 @@
 // endpoints: it sends one request, reads the answer (an SSE stream or a JSON body) while
 // timing it, and classifies the result into the contract's outcome classes (see Outcome).
 //
-// Measurement rules (DESIGN.md "Metric definitions"; research/stormlog.md §2.5):
+// Measurement rules:
 //   - Every timestamp is time.Now() (wall clock with a monotonic reading), so differences
 //     between a Result's times are monotonic durations.
 //   - An event is timed when the read that completed it returned, before it is parsed:
@@ -27,22 +27,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptrace"
-	"net/url"
 	"os"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
-	"unicode/utf8"
-
-	"github.com/inferprobe/inferprobe/loadgen/sse"
 )
 
 // Defaults for Options fields left zero.
@@ -247,79 +238,6 @@ type Result struct {
 // errCallTimeout is the cause of the per-call context when its timeout fired.
 var errCallTimeout = errors.New("per-call timeout elapsed")
 
-// tracer records connection phases. Its callbacks run on transport goroutines, so fields are
-// atomic; times are nanoseconds since start (0 = not yet).
-type tracer struct {
-	start     time.Time
-	connected atomic.Bool
-	reused    atomic.Bool
-	wrote     atomic.Bool
-	gotConn   atomic.Int64
-	wroteAt   atomic.Int64
-	firstByte atomic.Int64
-	conn      atomic.Value // connRef: the attempt's connection
-}
-
-// connRef holds a connection in an atomic.Value (whose stored type must never change).
-type connRef struct{ c net.Conn }
-
-// arrived returns the kernel receive time of the newest data read on the call's connection
-// when that is known (Linux, SO_TIMESTAMPNS), not before the call started and not after
-// now; otherwise now. The time is placed on the call's monotonic clock as start plus the
-// wall-clock difference, so that equal kernel timestamps give equal times.
-func (t *tracer) arrived(now time.Time) time.Time {
-	ref, _ := t.conn.Load().(connRef)
-	if ref.c == nil {
-		return now
-	}
-	rx, start := lastRx(ref.c), t.start.UnixNano()
-	if rx == 0 || rx < start || rx > now.UnixNano() {
-		return now
-	}
-	return t.start.Add(time.Duration(rx - start))
-}
-
-func (t *tracer) since() int64 { return max(int64(time.Since(t.start)), 1) }
-
-func (t *tracer) trace() *httptrace.ClientTrace {
-	return &httptrace.ClientTrace{
-		GetConn: func(string) {
-			// A new attempt (the transport may retry on another connection): phases restart.
-			t.connected.Store(false)
-			t.wrote.Store(false)
-		},
-		GotConn: func(info httptrace.GotConnInfo) {
-			t.conn.Store(connRef{info.Conn})
-			t.reused.Store(info.Reused)
-			t.gotConn.Store(t.since())
-			t.connected.Store(true)
-		},
-		WroteRequest: func(info httptrace.WroteRequestInfo) {
-			if info.Err == nil {
-				t.wroteAt.Store(t.since())
-				t.wrote.Store(true)
-			}
-		},
-		GotFirstResponseByte: func() {
-			// The first byte's read has completed: its arrival time, like every event's.
-			t.firstByte.Store(max(int64(t.arrived(time.Now()).Sub(t.start)), 1))
-		},
-	}
-}
-
-func (t *tracer) at(v *atomic.Int64) time.Time {
-	if n := v.Load(); n > 0 {
-		return t.start.Add(time.Duration(n))
-	}
-	return time.Time{}
-}
-
-// fill copies the trace into r.
-func (t *tracer) fill(r *Result) {
-	r.Connected, r.WroteRequest, r.ConnReused = t.connected.Load(), t.wrote.Load(), t.reused.Load()
-	r.GotConn, r.WroteAt, r.FirstByte = t.at(&t.gotConn), t.at(&t.wroteAt), t.at(&t.firstByte)
-}
-
 // Do sends call and returns what happened; it never returns an error: every failure is a
 // Result with its Outcome. ctx cancellation (drain deadline, Ctrl+C) aborts the call and
 // gives Cancelled; the per-call timeout gives Timeout (or Unreachable when it elapsed before
@@ -330,31 +248,16 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 	if timeout == 0 {
 		timeout = c.timeout
 	}
-	var callCtx context.Context
-	var cancel context.CancelFunc
-	if timeout > 0 {
-		callCtx, cancel = context.WithTimeoutCause(ctx, timeout, errCallTimeout)
-	} else {
-		callCtx, cancel = context.WithCancel(ctx)
-	}
+	callCtx, cancel := callContext(ctx, timeout)
 	defer cancel()
 	tr := &tracer{}
 	callCtx = httptrace.WithClientTrace(callCtx, tr.trace())
-	req, err := http.NewRequestWithContext(callCtx, http.MethodPost, call.URL, bytes.NewReader(call.Body))
+	req, err := newRequest(callCtx, call)
 	if err != nil {
 		res.Start = time.Now()
 		res.End = res.Start
 		res.fail(Error, ErrTypeInvalidRequest, "the request could not be built: "+describeURLError(err))
 		return res
-	}
-	req.URL.User = nil // never send URL credentials
-	req.Header = call.Header
-	if req.Header.Get("Content-Type") == "" {
-		req.Header = call.Header.Clone()
-		if req.Header == nil {
-			req.Header = make(http.Header, 1)
-		}
-		req.Header.Set("Content-Type", "application/json")
 	}
 	secret := bearer(call.Header)
 
@@ -371,20 +274,7 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 	defer resp.Body.Close()
 	res.HTTPStatus = resp.StatusCode
 	tr.fill(&res)
-
-	switch code := resp.StatusCode; {
-	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
-		res.fail(Rejected, ErrTypeRejected, errorBodyMessage(resp))
-	case code >= 300 && code < 400:
-		msg := fmt.Sprintf("redirect (HTTP %d) not followed", code)
-		if loc := safeLocation(resp.Header.Get("Location")); loc != "" {
-			msg += "; Location: " + loc
-		}
-		res.fail(Error, ErrTypeRedirect, msg)
-		_, _ = io.CopyN(io.Discard, resp.Body, maxErrorBody)
-	case code < 200 || code >= 300:
-		res.fail(Error, ErrTypeHTTPStatus, errorBodyMessage(resp))
-	default:
+	if !classifyStatus(resp, &res) {
 		c.readAnswer(ctx, callCtx, cancel, timeout, call.Stream, resp, &res, tr.arrived)
 	}
 	if res.End.IsZero() {
@@ -395,473 +285,30 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 	return res
 }
 
-func (r *Result) fail(o Outcome, typ, msg string) {
-	r.Outcome, r.ErrorType, r.ErrorMessage = o, typ, boundMessage(msg)
+// callContext is the call's context: ctx with the per-call timeout (its cause
+// errCallTimeout) when timeout > 0.
+func callContext(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if timeout > 0 {
+		return context.WithTimeoutCause(ctx, timeout, errCallTimeout)
+	}
+	return context.WithCancel(ctx)
 }
 
-// classifyNoResponse decides the outcome of a call that got no status line, from the
-// context states and the traced connection phases.
-func (c *Client) classifyNoResponse(parent, callCtx context.Context, timeout time.Duration, err error, r *Result) {
-	switch {
-	case parent.Err() != nil:
-		r.fail(Cancelled, ErrTypeCancelled, "cancelled by the caller before a response: "+causeText(parent))
-	case callCtx.Err() != nil && context.Cause(callCtx) == errCallTimeout:
-		if !r.Connected {
-			r.fail(Unreachable, ErrTypeConnectTimeout, fmt.Sprintf("no connection within the timeout of %v", timeout))
-		} else {
-			r.fail(Timeout, ErrTypeTimeout, fmt.Sprintf("no response within the timeout of %v", timeout))
-		}
-	case !r.Connected:
-		r.fail(Unreachable, ErrTypeConnect, err.Error())
-	case !r.FirstByte.IsZero():
-		r.fail(Error, ErrTypeBadResponse, "the server's answer is not an HTTP/1.x response: "+err.Error())
-	case !r.WroteRequest:
-		r.fail(DeliveryUnknown, ErrTypeSendFailed, "sending the request failed: "+err.Error())
-	default:
-		r.fail(DeliveryUnknown, ErrTypeNoResponse, "the connection ended before a status line: "+err.Error())
-	}
-}
-
-func causeText(ctx context.Context) string {
-	if c := context.Cause(ctx); c != nil {
-		return c.Error()
-	}
-	return "context done"
-}
-
-// readAnswer reads a 2xx answer as an SSE stream or a JSON body.
-//
-// arrived maps a read's time.Now() to the data's arrival time (tracer.arrived).
-func (c *Client) readAnswer(parent, callCtx context.Context, cancel context.CancelFunc, timeout time.Duration, stream bool, resp *http.Response, r *Result, arrived func(time.Time) time.Time) {
-	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
-		r.fail(Error, ErrTypeEncoding, "the server sent a "+boundMessage(ce)+"-encoded body although none was asked for")
-		return
-	}
-	switch mediaType(resp.Header.Get("Content-Type")) {
-	case "text/event-stream":
-		stream = true
-	case "application/json":
-		stream = false
-	}
-	s := c.getStream()
-	defer c.putStream(s)
-	s.arrived = arrived
-	s.contentType = resp.Header.Get("Content-Type")
-	onReadErr := func(err error) {
-		switch {
-		case parent.Err() != nil:
-			r.fail(Cancelled, ErrTypeCancelled, "cancelled by the caller while reading the answer: "+causeText(parent))
-		case callCtx.Err() != nil && context.Cause(callCtx) == errCallTimeout:
-			r.fail(Timeout, ErrTypeTimeout, fmt.Sprintf("the answer did not finish within the timeout of %v", timeout))
-		default:
-			r.fail(Error, ErrTypeTruncated, "the connection failed during the answer: "+err.Error())
-		}
-	}
-	if stream {
-		s.readStream(callCtx, resp.Body, r, cancel, onReadErr)
-	} else {
-		s.readJSON(resp.Body, r, onReadErr)
-	}
-}
-
-// stream holds the per-call reading state; pooled.
-type stream struct {
-	c       *Client
-	parser  *sse.Parser
-	buf     []byte
-	body    []byte
-	w       wireChunk
-	text    []byte
-	res     *Result
-	arrived func(time.Time) time.Time // nil: time.Now() as read
-	// contentType is the answer's Content-Type (named when a "stream" held no event at all).
-	contentType string
-	stopped     bool // [DONE] or a failure: later events are ignored
-	failed      bool
-	// comments is the parser's comment count when the stream stopped (used once stopped):
-	// comments after [DONE] or a failure are not counted, however the reads were cut.
-	comments int
-}
-
-func (c *Client) getStream() *stream {
-	if s, ok := c.states.Get().(*stream); ok {
-		return s
-	}
-	return &stream{c: c, parser: sse.NewParser(c.maxLine), buf: make([]byte, readBufferSize)}
-}
-
-func (c *Client) putStream(s *stream) {
-	s.parser.Reset()
-	s.w.reset()
-	if cap(s.text) > 64<<10 {
-		s.text = nil
-	}
-	if cap(s.body) > 64<<10 {
-		s.body = nil
-	}
-	s.text, s.body = s.text[:0], s.body[:0]
-	s.res, s.stopped, s.failed, s.arrived, s.contentType = nil, false, false, nil, ""
-	c.states.Put(s)
-}
-
-// readStream reads an SSE body to its end, timing each read before parsing it.
-func (s *stream) readStream(callCtx context.Context, body io.Reader, r *Result, cancel context.CancelFunc, onReadErr func(error)) {
-	s.res = r
-	r.TokenChunks = make([]time.Time, 0, 32)
-	drained := 0
-	var drainTimer *time.Timer
-	for {
-		n, err := body.Read(s.buf)
-		if n > 0 {
-			now := time.Now()
-			if s.arrived != nil {
-				now = s.arrived(now)
-			}
-			if !s.stopped {
-				perr := s.parser.Feed(s.buf[:n], func(e sse.Event) { s.event(e, now) })
-				if perr != nil && !s.stopped {
-					s.failAt(now, ErrTypeLineTooLong, fmt.Sprintf("an SSE line or event exceeds %d bytes", s.c.maxLine))
-					s.finish()
-					return // the rest is not read: the connection is not reused
-				}
-			} else {
-				drained += n
-			}
-			if s.stopped {
-				if drainTimer == nil {
-					drainTimer = time.AfterFunc(drainGrace, cancel)
-					defer drainTimer.Stop()
-				}
-				if drained > drainLimit {
-					s.finish()
-					return
-				}
-			}
-		}
-		if err == nil {
-			continue
-		}
-		if s.stopped {
-			s.finish() // [DONE] or failure already decided; EOF or a drain error changes nothing
-			return
-		}
-		r.End = time.Now()
-		if err != io.EOF {
-			if r.FinishReason == "" || callCtx.Err() != nil {
-				onReadErr(err)
-				s.finish()
-				return
-			}
-			// The connection failed after the answer was complete (finish_reason seen) and
-			// only [DONE] was lost: OK, ending at the failure.
-		} else if r.FinishReason == "" {
-			msg := "the stream ended without finish_reason and without [DONE]"
-			if s.parser.Pending() {
-				msg += " (an unterminated event at the end was discarded)"
-			}
-			if r.ChunkCount == 0 && r.CommentCount == 0 && mediaType(s.contentType) != "text/event-stream" {
-				// Not an event stream at all: likely a wrong URL answered by a web page or proxy.
-				msg += fmt.Sprintf("; the body held no SSE event (Content-Type %q)", boundMessage(s.contentType))
-			}
-			r.fail(Error, ErrTypeTruncated, msg)
-			s.finish()
-			return
-		}
-		r.Outcome = OK
-		s.finish()
-		return
-	}
-}
-
-// finish copies the accumulated state into the result.
-func (s *stream) finish() {
-	r := s.res
-	r.CommentCount = s.parser.Comments()
-	if s.stopped {
-		r.CommentCount = s.comments
-	}
-	r.Text = string(s.text)
-	if r.Outcome == "" && s.failed {
-		r.Outcome = Error
-	}
-	if r.Outcome == OK && r.FirstToken.IsZero() {
-		r.NoContent = true
-	}
-	if len(r.TokenChunks) == 0 {
-		r.TokenChunks = nil
-	}
-}
-
-func (s *stream) failAt(now time.Time, typ, msg string) {
-	s.res.fail(Error, typ, msg)
-	s.res.End = now
-	s.stop()
-	s.failed = true
-}
-
-// stop ends event handling: the answer is decided.
-func (s *stream) stop() {
-	s.stopped = true
-	s.comments = s.parser.Comments()
-}
-
-var doneData = []byte("[DONE]")
-
-// event handles one SSE event that arrived with the read that returned at now.
-func (s *stream) event(e sse.Event, now time.Time) {
-	if s.stopped {
-		return
-	}
-	r := s.res
-	if e.Type == "error" {
-		s.failAt(now, ErrTypeStreamError, "error event in the stream: "+errorDataMessage(e.Data))
-		return
-	}
-	if bytes.Equal(e.Data, doneData) {
-		r.SawDone = true
-		r.End = now
-		r.Outcome = OK
-		s.stop()
-		return
-	}
-	if len(bytes.TrimSpace(e.Data)) == 0 {
-		return // an empty data event carries nothing; not a chunk
-	}
-	r.ChunkCount++
-	if r.FirstChunk.IsZero() {
-		r.FirstChunk = now
-	}
-	s.w.reset()
-	if err := decodeChunk(e.Data, &s.w); err != nil {
-		s.failAt(now, ErrTypeInvalidJSON, "a data event is not valid JSON: "+err.Error())
-		return
-	}
-	if msg, isErr := s.w.errorText(); isErr {
-		s.failAt(now, ErrTypeStreamError, "error object in the stream: "+msg)
-		return
-	}
-	answer, token := s.choices(true)
-	if token {
-		r.TokenChunks = append(r.TokenChunks, now)
-		if r.FirstToken.IsZero() {
-			r.FirstToken = now
-		}
-		if answer && r.FirstAnswer.IsZero() {
-			r.FirstAnswer = now
-		}
-	}
-	if s.w.Usage.set {
-		if r.Usage == nil {
-			r.Usage = new(Usage)
-		}
-		*r.Usage = s.w.Usage.u
-	}
-}
-
-// choices reads the decoded choices (delta when streaming, message otherwise): it appends
-// their text, notes finish_reason, and says whether content (answer) and content or
-// reasoning (token) were non-empty.
-func (s *stream) choices(delta bool) (answer, token bool) {
-	for i := range s.w.Choices {
-		ch := &s.w.Choices[i]
-		m := &ch.Message
-		if delta {
-			m = &ch.Delta
-		}
-		if m.Content.isText() {
-			answer = true
-			s.appendText(m.Content)
-		}
-		if ch.Text.isText() {
-			answer = true
-			s.appendText(ch.Text)
-		}
-		// vLLM has sent both fields with the same text; count the text once.
-		if m.ReasoningContent.isText() {
-			token = true
-			s.appendText(m.ReasoningContent)
-		} else if m.Reasoning.isText() {
-			token = true
-			s.appendText(m.Reasoning)
-		}
-		if ch.FinishReason.isText() {
-			s.res.FinishReason = finishReason(ch.FinishReason)
-		}
-	}
-	return answer, token || answer
-}
-
-func (s *stream) appendText(v raw) {
-	if s.res.TextTruncated {
-		return
-	}
-	before := len(s.text)
-	s.text = appendJSONString(s.text, v)
-	if len(s.text) > s.c.maxText {
-		cut := s.c.maxText
-		for cut > before && !utf8.RuneStart(s.text[cut]) {
-			cut--
-		}
-		s.text = s.text[:cut]
-		s.res.TextTruncated = true
-	}
-}
-
-// readJSON reads a non-streaming JSON answer (a chat.completion object).
-func (s *stream) readJSON(body io.Reader, r *Result, onReadErr func(error)) {
-	s.res = r
-	limit := s.c.maxLine
-	if cap(s.body) == 0 {
-		s.body = make([]byte, 0, 4096)
-	}
-	for {
-		if len(s.body) == cap(s.body) {
-			s.body = append(s.body, 0)[:len(s.body)]
-		}
-		n, err := body.Read(s.body[len(s.body):cap(s.body)])
-		s.body = s.body[:len(s.body)+n]
-		if len(s.body) > limit {
-			r.End = time.Now()
-			r.fail(Error, ErrTypeBodyTooLarge, fmt.Sprintf("the JSON body exceeds %d bytes", limit))
-			return
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			r.End = time.Now()
-			onReadErr(err)
-			return
-		}
-	}
-	r.End = time.Now()
-	s.w.reset()
-	if err := decodeChunk(s.body, &s.w); err != nil {
-		r.fail(Error, ErrTypeInvalidJSON, "the JSON body does not decode: "+err.Error())
-		return
-	}
-	if msg, isErr := s.w.errorText(); isErr {
-		r.fail(Error, ErrTypeResponseError, "error object in the answer: "+msg)
-		return
-	}
-	if len(s.w.Choices) == 0 {
-		r.fail(Error, ErrTypeInvalidResponse, "the JSON answer has no choices")
-		return
-	}
-	_, token := s.choices(false)
-	if s.w.Usage.set {
-		u := s.w.Usage.u
-		r.Usage = &u
-	}
-	r.Outcome = OK
-	r.NoContent = !token
-	r.Text = string(s.text)
-}
-
-// errorBodyMessage reads (a bounded part of) a non-2xx body and returns its message.
-func errorBodyMessage(resp *http.Response) string {
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	if msg := bodyMessage(b); msg != "" {
-		return msg
-	}
-	return fmt.Sprintf("HTTP %d with an empty body", resp.StatusCode)
-}
-
-// bodyMessage extracts an error message from a body: {"error":{"message":…}},
-// {"error":"…"}, {"message":"…"}, {"detail":…} (FastAPI), else the text itself.
-func bodyMessage(b []byte) string {
-	b = bytes.TrimSpace(b)
-	if len(b) > 0 && b[0] == '{' {
-		var o struct {
-			Error   raw `json:"error"`
-			Message raw `json:"message"`
-			Detail  raw `json:"detail"`
-		}
-		if json.Unmarshal(b, &o) == nil {
-			switch {
-			case o.Error.isSet():
-				return messageOf(o.Error)
-			case o.Message.isText():
-				return jsonString(o.Message)
-			case o.Detail.isSet():
-				return messageOf(o.Detail)
-			}
-		}
-	}
-	return string(b)
-}
-
-// errorDataMessage returns the message of an "event: error" payload (JSON or text).
-func errorDataMessage(d []byte) string {
-	if msg := bodyMessage(d); msg != "" {
-		return msg
-	}
-	return "(no message)"
-}
-
-// boundMessage cuts s to MaxErrorMessageBytes at a UTF-8 boundary.
-func boundMessage(s string) string {
-	if len(s) <= MaxErrorMessageBytes {
-		return s
-	}
-	cut := MaxErrorMessageBytes
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
-// bearer returns the credential of an Authorization header, to keep it out of messages.
-func bearer(h http.Header) string {
-	v := h.Get("Authorization")
-	if i := strings.IndexByte(v, ' '); i >= 0 {
-		v = strings.TrimSpace(v[i+1:])
-	}
-	if len(v) < 4 {
-		return ""
-	}
-	return v
-}
-
-func redact(msg, secret string) string {
-	if secret == "" || msg == "" {
-		return msg
-	}
-	return strings.ReplaceAll(msg, secret, "[REDACTED]")
-}
-
-// safeLocation renders a redirect target without credentials, query or fragment.
-func safeLocation(loc string) string {
-	u, err := url.Parse(loc)
+// newRequest builds the POST of call: URL credentials removed, call.Header sent as is, with
+// Content-Type application/json added (on a copy) when it has none.
+func newRequest(ctx context.Context, call Call) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, call.URL, bytes.NewReader(call.Body))
 	if err != nil {
-		return ""
+		return nil, err
 	}
-	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
-	return boundMessage(u.String())
-}
-
-// describeURLError describes a request-building error without echoing the URL, which may
-// carry credentials.
-func describeURLError(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Op + ": " + ue.Err.Error()
+	req.URL.User = nil // never send URL credentials
+	req.Header = call.Header
+	if req.Header.Get("Content-Type") == "" {
+		req.Header = call.Header.Clone()
+		if req.Header == nil {
+			req.Header = make(http.Header, 1)
+		}
+		req.Header.Set("Content-Type", "application/json")
 	}
-	return err.Error()
-}
-
-// mediaType returns the lower-cased media type of a Content-Type value, without parameters
-// (no allocation for the usual lower-case values).
-func mediaType(ct string) string {
-	if i := strings.IndexByte(ct, ';'); i >= 0 {
-		ct = ct[:i]
-	}
-	ct = strings.TrimSpace(ct)
-	switch {
-	case strings.EqualFold(ct, "text/event-stream"):
-		return "text/event-stream"
-	case strings.EqualFold(ct, "application/json"):
-		return "application/json"
-	}
-	return strings.ToLower(ct)
+	return req, nil
 }

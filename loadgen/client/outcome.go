@@ -1,8 +1,7 @@
 package client
 
-// Outcome is a request's status in the artifact (infer.request "status"), one of the
-// contract's classes: the seed's "Request outcomes" table
-// (../shared/seeds/stormlog-inference-profiling.txt) and research/stormlog.md §5 items 22–26.
+// Outcome is a request's status in the artifact (infer.request "status"): one of the classes
+// below, each saying how far the request got and whether the server may have seen it.
 type Outcome string
 
 // The outcome classes. Do returns every class except Dropped, which the load generator

@@ -1,0 +1,112 @@
+package artifact
+
+// Request outcome statuses of infer.request v1 (Request.Status).
+const (
+	RequestOK              = "ok"
+	RequestTimeout         = "timeout"
+	RequestRejected        = "rejected"
+	RequestUnreachable     = "unreachable"
+	RequestDeliveryUnknown = "delivery_unknown"
+	RequestError           = "error"
+	RequestDropped         = "dropped"
+	RequestCancelled       = "cancelled"
+)
+
+// Request is the infer.request v1 record: one client request as observed by
+// inferprobe: what it sent, when each part of the answer arrived, and how
+// its tokens were counted. Times ending in _ns are wall-clock Unix epoch nanoseconds,
+// durations ending in _ms are milliseconds measured on the monotonic clock.
+// Every value that can be unknown is a pointer and is written as null, never
+// 0. The v2 infer.request (correlation model) is a different record; see
+// KindRequestV2.
+type Request struct {
+	SessionID string `json:"session_id"`
+	// RequestID is "<case_id>_<phase>_<worker>_<index>".
+	RequestID string `json:"request_id"`
+	CaseID    string `json:"case_id"`
+	Phase     string `json:"phase"`
+	// TimestampNS equals StartedAtNS.
+	TimestampNS *int64 `json:"timestamp_ns"`
+	// StartedAtNS is when the request was sent; EndedAtNS when it ended.
+	StartedAtNS *int64 `json:"started_at_ns"`
+	EndedAtNS   *int64 `json:"ended_at_ns"`
+	// Endpoint is the URL through RedactURL.
+	Endpoint string `json:"endpoint"`
+	Model    string `json:"model"`
+	// Concurrency is the closed-loop worker count; null for open loops.
+	Concurrency *int64 `json:"concurrency"`
+	// MaxInFlight is the open-loop in-flight cap; null for closed loops.
+	MaxInFlight        *int64 `json:"max_in_flight"`
+	TargetInputTokens  int64  `json:"target_input_tokens"`
+	TargetOutputTokens int64  `json:"target_output_tokens"`
+	Stream             bool   `json:"stream"`
+	// Status is one of the Request* outcome constants.
+	Status string `json:"status"`
+	// E2ELatencyMS is send → end of response (after [DONE] when streaming);
+	// null for dropped/cancelled requests.
+	E2ELatencyMS *float64 `json:"e2e_latency_ms"`
+	// TTFTMS is send → first non-empty content or reasoning delta; null
+	// without streaming or without content.
+	TTFTMS *float64 `json:"ttft_ms"`
+	// FirstChunkLatencyMS is send → first SSE data event.
+	FirstChunkLatencyMS *float64 `json:"first_chunk_latency_ms"`
+	// ChunkInterarrivalMS are the gaps between content chunks (chunk-level,
+	// never inter-token latency); written as [] when empty.
+	ChunkInterarrivalMS []float64 `json:"chunk_interarrival_ms"`
+	PromptTokens        *int64    `json:"prompt_tokens"`
+	// PromptTokenSource is "server_usage", a tokenizer name, or "estimated".
+	PromptTokenSource string  `json:"prompt_token_source"`
+	PromptTokenExact  bool    `json:"prompt_token_exact"`
+	OutputTokens      *int64  `json:"output_tokens"`
+	OutputTokenSource string  `json:"output_token_source"`
+	OutputTokenExact  bool    `json:"output_token_exact"`
+	TotalTokens       *int64  `json:"total_tokens"`
+	FinishReason      *string `json:"finish_reason"`
+	ErrorType         *string `json:"error_type"`
+	ErrorMessage      *string `json:"error_message"`
+	HTTPStatus        *int64  `json:"http_status"`
+	// ArrivalMode is the case's arrival mode ("closed", "poisson", ...).
+	ArrivalMode  string `json:"arrival_mode"`
+	RequestIndex *int64 `json:"request_index"`
+	// IntendedAtNS is the scheduled arrival time.
+	IntendedAtNS *int64 `json:"intended_at_ns"`
+	// DispatchLagMS is sent − intended, in ms.
+	DispatchLagMS      *float64 `json:"dispatch_lag_ms"`
+	HeldForSlot        *bool    `json:"held_for_slot"`
+	InFlightAtDispatch *int64   `json:"in_flight_at_dispatch"`
+	// PromptMode is "repeat", "unique" or "shared-prefix".
+	PromptMode         string  `json:"prompt_mode"`
+	PromptID           *string `json:"prompt_id"`
+	PrefixGroup        *int64  `json:"prefix_group"`
+	SharedPrefixTokens *int64  `json:"shared_prefix_tokens"`
+	PromptDigest       *string `json:"prompt_digest"`
+	// XRequestID is the X-Request-Id sent, "inferprobe-<run_id>-<request_id>";
+	// null for a request never sent.
+	XRequestID *string `json:"x_request_id"`
+	// TraceID is an inferprobe addition to the Stormlog v1 record: the W3C
+	// trace id (32 lowercase hex digits) of the traceparent header sent with
+	// the request, so server spans can be joined by trace as well as by
+	// X-Request-Id; null for a request never sent.
+	TraceID *string `json:"trace_id"`
+	// FirstAnswerMS is an inferprobe addition to the Stormlog v1 record: send
+	// → first non-empty non-reasoning content delta, in ms, when the model
+	// streamed reasoning first (time to first answer token); null otherwise
+	// or when no answer content arrived.
+	FirstAnswerMS *float64 `json:"first_answer_ms"`
+}
+
+func (Request) selfEncoding() {}
+
+// RecordKind returns KindRequest.
+func (Request) RecordKind() Kind { return KindRequest }
+
+// MarshalJSON writes the record with its event_type and schema_version;
+// a nil ChunkInterarrivalMS is written as [].
+func (r Request) MarshalJSON() ([]byte, error) {
+	type plain Request
+	p := plain(r)
+	if p.ChunkInterarrivalMS == nil {
+		p.ChunkInterarrivalMS = []float64{}
+	}
+	return withKind(KindRequest, p)
+}

@@ -1,0 +1,303 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/inferprobe/inferprobe/loadgen/sse"
+)
+
+// readAnswer reads a 2xx answer as an SSE stream or a JSON body.
+//
+// arrived maps a read's time.Now() to the data's arrival time (tracer.arrived).
+func (c *Client) readAnswer(parent, callCtx context.Context, cancel context.CancelFunc, timeout time.Duration, stream bool, resp *http.Response, r *Result, arrived func(time.Time) time.Time) {
+	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		r.fail(Error, ErrTypeEncoding, "the server sent a "+boundMessage(ce)+"-encoded body although none was asked for")
+		return
+	}
+	switch mediaType(resp.Header.Get("Content-Type")) {
+	case "text/event-stream":
+		stream = true
+	case "application/json":
+		stream = false
+	}
+	s := c.getStream()
+	defer c.putStream(s)
+	s.arrived = arrived
+	s.contentType = resp.Header.Get("Content-Type")
+	onReadErr := func(err error) { classifyReadErr(parent, callCtx, timeout, err, r) }
+	if stream {
+		s.readStream(callCtx, resp.Body, r, cancel, onReadErr)
+	} else {
+		s.readJSON(resp.Body, r, onReadErr)
+	}
+}
+
+// mediaType returns the lower-cased media type of a Content-Type value, without parameters
+// (no allocation for the usual lower-case values).
+func mediaType(ct string) string {
+	if i := strings.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	ct = strings.TrimSpace(ct)
+	switch {
+	case strings.EqualFold(ct, "text/event-stream"):
+		return "text/event-stream"
+	case strings.EqualFold(ct, "application/json"):
+		return "application/json"
+	}
+	return strings.ToLower(ct)
+}
+
+// stream holds the per-call reading state; pooled.
+type stream struct {
+	c       *Client
+	parser  *sse.Parser
+	buf     []byte
+	body    []byte
+	w       wireChunk
+	text    []byte
+	res     *Result
+	arrived func(time.Time) time.Time // nil: time.Now() as read
+	// contentType is the answer's Content-Type (named when a "stream" held no event at all).
+	contentType string
+	stopped     bool // [DONE] or a failure: later events are ignored
+	failed      bool
+	// comments is the parser's comment count when the stream stopped (used once stopped):
+	// comments after [DONE] or a failure are not counted, however the reads were cut.
+	comments int
+}
+
+func (c *Client) getStream() *stream {
+	if s, ok := c.states.Get().(*stream); ok {
+		return s
+	}
+	return &stream{c: c, parser: sse.NewParser(c.maxLine), buf: make([]byte, readBufferSize)}
+}
+
+func (c *Client) putStream(s *stream) {
+	s.parser.Reset()
+	s.w.reset()
+	if cap(s.text) > 64<<10 {
+		s.text = nil
+	}
+	if cap(s.body) > 64<<10 {
+		s.body = nil
+	}
+	s.text, s.body = s.text[:0], s.body[:0]
+	s.res, s.stopped, s.failed, s.arrived, s.contentType = nil, false, false, nil, ""
+	c.states.Put(s)
+}
+
+// readStream reads an SSE body to its end, timing each read before parsing it.
+func (s *stream) readStream(callCtx context.Context, body io.Reader, r *Result, cancel context.CancelFunc, onReadErr func(error)) {
+	s.res = r
+	r.TokenChunks = make([]time.Time, 0, 32)
+	drained := 0
+	var drainTimer *time.Timer
+	for {
+		n, err := body.Read(s.buf)
+		if n > 0 {
+			now := time.Now()
+			if s.arrived != nil {
+				now = s.arrived(now)
+			}
+			if !s.stopped {
+				perr := s.parser.Feed(s.buf[:n], func(e sse.Event) { s.event(e, now) })
+				if perr != nil && !s.stopped {
+					s.failAt(now, ErrTypeLineTooLong, fmt.Sprintf("an SSE line or event exceeds %d bytes", s.c.maxLine))
+					s.finish()
+					return // the rest is not read: the connection is not reused
+				}
+			} else {
+				drained += n
+			}
+			if s.stopped {
+				if drainTimer == nil {
+					drainTimer = time.AfterFunc(drainGrace, cancel)
+					defer drainTimer.Stop()
+				}
+				if drained > drainLimit {
+					s.finish()
+					return
+				}
+			}
+		}
+		if err == nil {
+			continue
+		}
+		if !s.stopped { // else [DONE] or failure already decided; EOF or a drain error changes nothing
+			s.ended(callCtx, err, onReadErr)
+		}
+		s.finish()
+		return
+	}
+}
+
+// ended decides the outcome of a stream whose body ended — err is io.EOF or the read's
+// error — before [DONE] or a failure: OK when finish_reason was seen (only [DONE] was lost),
+// a truncated Error after a clean end without it, else as onReadErr decides.
+func (s *stream) ended(callCtx context.Context, err error, onReadErr func(error)) {
+	r := s.res
+	r.End = time.Now()
+	if err != io.EOF {
+		if r.FinishReason == "" || callCtx.Err() != nil {
+			onReadErr(err)
+			return
+		}
+		// The connection failed after the answer was complete (finish_reason seen) and
+		// only [DONE] was lost: OK, ending at the failure.
+	} else if r.FinishReason == "" {
+		msg := "the stream ended without finish_reason and without [DONE]"
+		if s.parser.Pending() {
+			msg += " (an unterminated event at the end was discarded)"
+		}
+		if r.ChunkCount == 0 && r.CommentCount == 0 && mediaType(s.contentType) != "text/event-stream" {
+			// Not an event stream at all: likely a wrong URL answered by a web page or proxy.
+			msg += fmt.Sprintf("; the body held no SSE event (Content-Type %q)", boundMessage(s.contentType))
+		}
+		r.fail(Error, ErrTypeTruncated, msg)
+		return
+	}
+	r.Outcome = OK
+}
+
+// finish copies the accumulated state into the result.
+func (s *stream) finish() {
+	r := s.res
+	r.CommentCount = s.parser.Comments()
+	if s.stopped {
+		r.CommentCount = s.comments
+	}
+	r.Text = string(s.text)
+	if r.Outcome == "" && s.failed {
+		r.Outcome = Error
+	}
+	if r.Outcome == OK && r.FirstToken.IsZero() {
+		r.NoContent = true
+	}
+	if len(r.TokenChunks) == 0 {
+		r.TokenChunks = nil
+	}
+}
+
+func (s *stream) failAt(now time.Time, typ, msg string) {
+	s.res.fail(Error, typ, msg)
+	s.res.End = now
+	s.stop()
+	s.failed = true
+}
+
+// stop ends event handling: the answer is decided.
+func (s *stream) stop() {
+	s.stopped = true
+	s.comments = s.parser.Comments()
+}
+
+var doneData = []byte("[DONE]")
+
+// event handles one SSE event that arrived with the read that returned at now.
+func (s *stream) event(e sse.Event, now time.Time) {
+	if s.stopped {
+		return
+	}
+	r := s.res
+	if e.Type == "error" {
+		s.failAt(now, ErrTypeStreamError, "error event in the stream: "+errorDataMessage(e.Data))
+		return
+	}
+	if bytes.Equal(e.Data, doneData) {
+		r.SawDone = true
+		r.End = now
+		r.Outcome = OK
+		s.stop()
+		return
+	}
+	if len(bytes.TrimSpace(e.Data)) == 0 {
+		return // an empty data event carries nothing; not a chunk
+	}
+	r.ChunkCount++
+	if r.FirstChunk.IsZero() {
+		r.FirstChunk = now
+	}
+	s.w.reset()
+	if err := decodeChunk(e.Data, &s.w); err != nil {
+		s.failAt(now, ErrTypeInvalidJSON, "a data event is not valid JSON: "+err.Error())
+		return
+	}
+	if msg, isErr := s.w.errorText(); isErr {
+		s.failAt(now, ErrTypeStreamError, "error object in the stream: "+msg)
+		return
+	}
+	answer, token := s.choices(true)
+	if token {
+		r.TokenChunks = append(r.TokenChunks, now)
+		if r.FirstToken.IsZero() {
+			r.FirstToken = now
+		}
+		if answer && r.FirstAnswer.IsZero() {
+			r.FirstAnswer = now
+		}
+	}
+	if s.w.Usage.set {
+		if r.Usage == nil {
+			r.Usage = new(Usage)
+		}
+		*r.Usage = s.w.Usage.u
+	}
+}
+
+// choices reads the decoded choices (delta when streaming, message otherwise): it appends
+// their text, notes finish_reason, and says whether content (answer) and content or
+// reasoning (token) were non-empty.
+func (s *stream) choices(delta bool) (answer, token bool) {
+	for i := range s.w.Choices {
+		ch := &s.w.Choices[i]
+		m := &ch.Message
+		if delta {
+			m = &ch.Delta
+		}
+		if m.Content.isText() {
+			answer = true
+			s.appendText(m.Content)
+		}
+		if ch.Text.isText() {
+			answer = true
+			s.appendText(ch.Text)
+		}
+		// vLLM has sent both fields with the same text; count the text once.
+		if m.ReasoningContent.isText() {
+			token = true
+			s.appendText(m.ReasoningContent)
+		} else if m.Reasoning.isText() {
+			token = true
+			s.appendText(m.Reasoning)
+		}
+		if ch.FinishReason.isText() {
+			s.res.FinishReason = finishReason(ch.FinishReason)
+		}
+	}
+	return answer, token || answer
+}
+
+func (s *stream) appendText(v raw) {
+	if s.res.TextTruncated {
+		return
+	}
+	before := len(s.text)
+	s.text = appendJSONString(s.text, v)
+	if len(s.text) > s.c.maxText {
+		cut := s.c.maxText
+		for cut > before && !utf8.RuneStart(s.text[cut]) {
+			cut--
+		}
+		s.text = s.text[:cut]
+		s.res.TextTruncated = true
+	}
+}

@@ -1,0 +1,327 @@
+package receiver
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/inferprobe/inferprobe/artifact"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+)
+
+// ServeHTTP handles POST /v1/traces (see Receiver for the answers). An
+// HTTP/2 request with a gRPC content type is handed to the receiver's gRPC
+// service.
+func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.ProtoMajor == 2 && strings.HasPrefix(req.Header.Get("Content-Type"), "application/grpc") {
+		r.c.grpcOnHTTP.Add(1)
+		r.grpc.ServeHTTP(w, req)
+		return
+	}
+	if !r.route(w, req) {
+		return
+	}
+	r.c.httpRequests.Add(1)
+	format, gz, ref := r.media(req.Header)
+	if ref == nil {
+		ref = r.admitHTTP(req.ContentLength, gz)
+	}
+	if ref != nil {
+		r.writeRefusal(w, format, ref)
+		return
+	}
+	defer r.leave()
+	buf := getBuffer()
+	defer putBuffer(buf)
+	if ref := r.exportHTTP(w, req, format, gz, buf); ref != nil {
+		r.writeRefusal(w, format, ref)
+	}
+}
+
+// route answers a request for another path (404) or with another method
+// than POST (405, with Allow) in plain text, and reports whether the
+// request is an export to handle.
+func (r *Receiver) route(w http.ResponseWriter, req *http.Request) bool {
+	if req.URL.Path != TracesPath {
+		r.c.notFound.Add(1)
+		http.Error(w, "404 not found: OTLP traces are posted to "+TracesPath, http.StatusNotFound)
+		return false
+	}
+	if req.Method != http.MethodPost {
+		r.c.methodNotAllowed.Add(1)
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "405 method not allowed: use POST", http.StatusMethodNotAllowed)
+		return false
+	}
+	return true
+}
+
+// media reads the body's format and whether it is gzip-compressed from the
+// Content-Type and Content-Encoding headers, refusing (outcomeUnsupportedMedia)
+// any other type or encoding. format is the encoding to answer in, even
+// with a refusal.
+func (r *Receiver) media(h http.Header) (format bodyFormat, gz bool, ref *refusal) {
+	format, ok := mediaFormat(h.Get("Content-Type"))
+	if !ok {
+		return format, false, r.refuse(outcomeUnsupportedMedia,
+			fmt.Sprintf("unsupported Content-Type %q: use application/x-protobuf or application/json", truncate(h.Get("Content-Type"), 80)))
+	}
+	gz, ok = contentEncoding(h.Get("Content-Encoding"))
+	if !ok {
+		return format, false, r.refuse(outcomeUnsupportedMedia,
+			fmt.Sprintf("unsupported Content-Encoding %q: use gzip or none", truncate(h.Get("Content-Encoding"), 80)))
+	}
+	return format, gz, nil
+}
+
+// admitHTTP decides, before the body is read, whether an export is read at
+// all: refused while stopping, when its Content-Length (-1 when unknown)
+// is over the wire limit, and as enter decides (the queue charge of an
+// uncompressed body of known length is 3 bytes per byte). An admitted
+// export holds a slot until leave.
+func (r *Receiver) admitHTTP(contentLength int64, gz bool) *refusal {
+	if ref := r.checkStopping(); ref != nil {
+		return ref
+	}
+	max := r.opts.MaxBodyBytes
+	if contentLength > wireLimit(max, gz) {
+		return r.refuse(outcomeTooLarge, fmt.Sprintf("body of %d bytes is over the %d-byte limit", contentLength, max))
+	}
+	var expect int64 // the queue charge the body implies, when its length is known
+	if !gz && contentLength > 0 {
+		expect = 3 * contentLength
+	}
+	return r.enter(expect)
+}
+
+// exportHTTP reads an admitted export's body into buf, decodes and accepts
+// it, and answers 200 with the ExportTraceServiceResponse in the request's
+// format; a refusal is returned unanswered.
+func (r *Receiver) exportHTTP(w http.ResponseWriter, req *http.Request, format bodyFormat, gz bool, buf *bytes.Buffer) *refusal {
+	max := r.opts.MaxBodyBytes
+	if !gz && req.ContentLength > 0 {
+		buf.Grow(int(req.ContentLength))
+	}
+	if err := readBody(w, req.Body, gz, max, wireLimit(max, gz), buf); err != nil {
+		return r.bodyRefusal(err, max)
+	}
+	body := buf.Bytes()
+	ereq := ptraceotlp.NewExportRequest()
+	var derr error
+	if format == formatJSON {
+		derr = decodeJSONExport(ereq, body)
+	} else {
+		derr = ereq.UnmarshalProto(body)
+	}
+	if derr != nil {
+		return r.refuse(outcomeBadRequest, "undecodable OTLP "+format.String()+" export: "+truncate(derr.Error(), 200))
+	}
+	conv, ref := r.accept(ereq.Traces(), artifact.SpanSourceHTTP, peerHost(req.RemoteAddr), len(body))
+	if ref != nil {
+		return ref
+	}
+	if format == formatJSON {
+		r.c.spansHTTPJSON.Add(int64(len(conv.records)))
+	} else {
+		r.c.spansHTTPProtobuf.Add(int64(len(conv.records)))
+	}
+	writeExportResponse(w, format, conv)
+	return nil
+}
+
+// bodyRefusal is the refusal of a body readBody could not read.
+func (r *Receiver) bodyRefusal(err error, max int64) *refusal {
+	switch {
+	case errors.Is(err, errTooLarge):
+		return r.refuse(outcomeTooLarge, fmt.Sprintf("body is over the %d-byte limit (after decompression)", max))
+	case errors.Is(err, errTimeout):
+		return r.refuse(outcomeTimeout, "")
+	default:
+		return r.refuse(outcomeBadRequest, err.Error())
+	}
+}
+
+// writeExportResponse answers an accepted export with its
+// ExportTraceServiceResponse in the request's format.
+func writeExportResponse(w http.ResponseWriter, format bodyFormat, conv conversion) {
+	resp := exportResponse(conv)
+	var out []byte
+	var err error
+	if format == formatJSON {
+		out, err = resp.MarshalJSON()
+	} else {
+		out, err = resp.MarshalProto()
+	}
+	if err != nil { // cannot happen for a response message
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", format.contentType())
+	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(answers[conv.outcome()].httpStatus)
+	_, _ = w.Write(out)
+}
+
+// bodyFormat is the encoding of an OTLP/HTTP body.
+type bodyFormat int
+
+const (
+	formatProtobuf bodyFormat = iota
+	formatJSON
+)
+
+func (f bodyFormat) String() string {
+	if f == formatJSON {
+		return "JSON"
+	}
+	return "protobuf"
+}
+
+func (f bodyFormat) contentType() string {
+	if f == formatJSON {
+		return "application/json"
+	}
+	return "application/x-protobuf"
+}
+
+// mediaFormat reads a Content-Type: application/x-protobuf (or
+// application/protobuf) and application/json, with any parameters. For an
+// unsupported type it returns the format to answer in (JSON when the type
+// mentions json) and false.
+func mediaFormat(ct string) (bodyFormat, bool) {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil && !errors.Is(err, mime.ErrInvalidMediaParameter) {
+		mt = ""
+	}
+	switch mt {
+	case "application/x-protobuf", "application/protobuf":
+		return formatProtobuf, true
+	case "application/json":
+		return formatJSON, true
+	}
+	if strings.Contains(strings.ToLower(ct), "json") {
+		return formatJSON, false
+	}
+	return formatProtobuf, false
+}
+
+// contentEncoding accepts no encoding, identity and gzip.
+func contentEncoding(ce string) (gz bool, ok bool) {
+	switch strings.ToLower(strings.TrimSpace(ce)) {
+	case "", "identity":
+		return false, true
+	case "gzip", "x-gzip":
+		return true, true
+	}
+	return false, false
+}
+
+// wireLimit is the most body bytes read off the wire: the limit itself, or
+// for gzip a little more (deflate's worst case expands stored data by
+// 5 bytes per 64 KiB block, plus headers).
+func wireLimit(max int64, gz bool) int64 {
+	if !gz {
+		return max
+	}
+	return max + max/1024 + 1<<16
+}
+
+var (
+	errTooLarge = errors.New("body over the limit")
+	errTimeout  = errors.New("body read timed out")
+)
+
+var gzipReaders sync.Pool
+
+// readBody reads an HTTP body into buf: at most wireMax bytes off the wire,
+// at most max bytes after decompression (errTooLarge beyond, without
+// reading further: a gzip bomb is never inflated past max+1 bytes).
+func readBody(w http.ResponseWriter, rc io.ReadCloser, gz bool, max, wireMax int64, buf *bytes.Buffer) error {
+	body := http.MaxBytesReader(w, rc, wireMax)
+	var src io.Reader = body
+	if gz {
+		zr, _ := gzipReaders.Get().(*gzip.Reader)
+		var err error
+		if zr == nil {
+			zr, err = gzip.NewReader(body)
+		} else {
+			err = zr.Reset(body)
+		}
+		if err != nil {
+			if isTimeout(err) {
+				return errTimeout
+			}
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return errTooLarge
+			}
+			return fmt.Errorf("invalid gzip body: %v", err)
+		}
+		defer gzipReaders.Put(zr)
+		src = zr
+	}
+	n, err := buf.ReadFrom(io.LimitReader(src, max+1))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.As(err, &mbe):
+			return errTooLarge
+		case isTimeout(err):
+			return errTimeout
+		case gz:
+			return fmt.Errorf("invalid gzip body: %v", err)
+		default:
+			return fmt.Errorf("reading the body: %v", err)
+		}
+	}
+	if n > max {
+		return errTooLarge
+	}
+	return nil
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// decodeJSONExport decodes an OTLP JSON ExportTraceServiceRequest. The text
+// must be one valid JSON object (pdata's decoder alone tolerates trailing
+// garbage). Trace and span ids must be hex: base64 ids have the wrong length
+// and are refused by pdata; 64-bit integers may be numbers or strings and
+// are read exactly.
+func decodeJSONExport(req ptraceotlp.ExportRequest, body []byte) error {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return errors.New("not a JSON object")
+	}
+	if !json.Valid(trimmed) {
+		return errors.New("invalid JSON")
+	}
+	return req.UnmarshalJSON(trimmed)
+}
+
+var buffers sync.Pool
+
+func getBuffer() *bytes.Buffer {
+	if b, ok := buffers.Get().(*bytes.Buffer); ok {
+		b.Reset()
+		return b
+	}
+	return new(bytes.Buffer)
+}
+
+func putBuffer(b *bytes.Buffer) {
+	if b.Cap() <= 4<<20 {
+		buffers.Put(b)
+	}
+}

@@ -1,0 +1,108 @@
+package receiver
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+)
+
+// Refusal causes of the queue.
+var (
+	errQueueFull = errors.New("span queue full")
+	errStopped   = errors.New("the receiver is stopping")
+)
+
+// checkStopping refuses every export once Shutdown or Close has begun.
+func (r *Receiver) checkStopping() *refusal {
+	if r.stopping.Load() {
+		return r.refuse(outcomeStopping, "")
+	}
+	return nil
+}
+
+// enter admits one export to be read and decoded, on either transport:
+// refused early when the queue is near full (expect is the queue charge the
+// body implies, 0 when unknown; see queue.admit), or when
+// MaxConcurrentExports exports are already in flight. An admitted export
+// holds a slot until leave.
+func (r *Receiver) enter(expect int64) *refusal {
+	if err := r.q.admit(expect); err != nil {
+		return r.refuse(outcomeQueueFull, err.Error())
+	}
+	select {
+	case r.slots <- struct{}{}:
+		return nil
+	default:
+		return r.refuse(outcomeBusy, fmt.Sprintf("%d exports are already being decoded; retry later", cap(r.slots)))
+	}
+}
+
+// leave releases the slot of an export enter admitted.
+func (r *Receiver) leave() { <-r.slots }
+
+// accept converts and queues the spans of one export. wireBytes sizes the
+// queue charge: 3 bytes per wire byte plus 256 per span. It refuses an
+// export over MaxSpansPerExport spans (outcomeTooManySpans), one that does
+// not fit the queue whole (outcomeQueueFull) and any once the queue is
+// closed (outcomeStopping).
+func (r *Receiver) accept(td ptrace.Traces, source, peer string, wireBytes int) (conversion, *refusal) {
+	if n := td.SpanCount(); n > r.opts.MaxSpansPerExport {
+		return conversion{}, r.refuse(outcomeTooManySpans, fmt.Sprintf("too many spans in one export: %d spans, limit %d", n, r.opts.MaxSpansPerExport))
+	}
+	now := r.opts.Now().UnixNano()
+	conv := convertTraces(td, convertOptions{
+		sessionID: r.opts.SessionID, runID: r.opts.RunID, source: source,
+		receivedAtNS: &now, peer: peer, strict: true,
+	})
+	if len(conv.records) > 0 {
+		size := 3*int64(wireBytes) + 256*int64(len(conv.records))
+		if err := r.q.push(conv.records, size); err != nil {
+			if errors.Is(err, errQueueFull) {
+				return conversion{}, r.refuse(outcomeQueueFull, err.Error())
+			}
+			return conversion{}, r.refuse(outcomeStopping, err.Error())
+		}
+	}
+	r.c.exportsAccepted.Add(1)
+	if conv.rejected > 0 {
+		r.c.spansRejected.Add(int64(conv.rejected))
+		r.c.partialSucc.Add(1)
+	}
+	return conv, nil
+}
+
+// exportResponse is the ExportTraceServiceResponse of an accepted export:
+// empty, or with partial_success (rejected_spans and the first reason) when
+// spans were rejected.
+func exportResponse(conv conversion) ptraceotlp.ExportResponse {
+	resp := ptraceotlp.NewExportResponse()
+	if conv.rejected > 0 {
+		ps := resp.PartialSuccess()
+		ps.SetRejectedSpans(int64(conv.rejected))
+		msg := conv.reason
+		if conv.rejected > 1 {
+			msg = fmt.Sprintf("%d spans rejected; first: %s", conv.rejected, conv.reason)
+		}
+		ps.SetErrorMessage(msg)
+	}
+	return resp
+}
+
+// outcome is outcomePartial when spans were rejected, else outcomeAccepted.
+func (c *conversion) outcome() outcome {
+	if c.rejected > 0 {
+		return outcomePartial
+	}
+	return outcomeAccepted
+}
+
+// peerHost returns the host of a "host:port" address.
+func peerHost(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
+}
