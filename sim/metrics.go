@@ -14,8 +14,9 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// Bucket boundaries of vLLM V1's histograms (vllm/v1/metrics/loggers.py, as in the vLLM
-// 0.30 capture under shared/fixtures/stormlog/vllm/).
+// Bucket boundaries of vLLM V1's histograms, exactly as a real vLLM 0.30 /metrics page shows
+// them (testdata/q05_c08_metrics_post.txt; TestMetricsMatchVLLMCapture compares them). The
+// token-count histograms use buckets125(MaxModelLen) instead.
 var (
 	ttftBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
 		1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560}
@@ -45,8 +46,9 @@ func buckets125(max int) []float64 {
 	}
 }
 
-// successReasons are the finished_reason label values of vllm:request_success_total
-// (FinishReason in vllm/v1/engine/__init__.py), in vLLM's order.
+// successReasons are the finished_reason label values of vllm:request_success_total: one per
+// finish reason vLLM V1 knows, in vLLM's order. Every one is exposed at zero from the start,
+// as vLLM does; the simulator only ever counts stop, length and error.
 var successReasons = []string{"stop", "length", "abort", "error", "repetition"}
 
 // engineMetrics holds one engine's series, children bound to {model_name, engine}.

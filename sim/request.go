@@ -11,7 +11,8 @@ import (
 	"strconv"
 )
 
-// apiError is an OpenAI-style error as vLLM (≥ PR #22099) sends it: the whole body of a
+// apiError is an OpenAI-style error as vLLM ≥ 0.10.1 sends it, nested under "error" (older
+// vLLM sent the same fields flat, beside "object": "error"): the whole body of a
 // non-streamed error with HTTP status = code, or the payload of an in-stream error event.
 type apiError struct {
 	status int

@@ -331,8 +331,9 @@ func (s *Server) handleProfile(w http.ResponseWriter, r *http.Request) {
 	s.countHTTP(r.URL.Path, r.Method, http.StatusOK)
 }
 
-// newID returns a generated request id: 16 hex characters, as vLLM's random_uuid since
-// PR #29375, drawn from the seeded generator in arrival order.
+// newID returns a generated request id: 16 hex characters, the form of the ids vLLM
+// generates itself since late 2025 (random_uuid; 32 hex characters before), drawn from the
+// seeded generator in arrival order.
 func (s *Server) newID() string {
 	s.idMu.Lock()
 	v := s.idRNG.Uint64()
