@@ -180,6 +180,24 @@ func (s *Server) Close() error {
 // (no receiver listening, for instance): the server itself stopped cleanly.
 var ErrSpanExport = errors.New("span export")
 
+// SpanExportOnly reports whether err, an error of Close, concerns only spans the exporter
+// could not deliver: an ErrSpanExport error, or a join (at any depth) of nothing else. The
+// server itself then stopped cleanly, and a caller may report err as a warning: spans are
+// best effort, as vLLM's are.
+func SpanExportOnly(err error) bool {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok || len(j.Unwrap()) == 0 || j.Unwrap()[0] == ErrSpanExport {
+		// A plain error, or the span error itself ("span export: <cause>").
+		return errors.Is(err, ErrSpanExport)
+	}
+	for _, e := range j.Unwrap() {
+		if !SpanExportOnly(e) {
+			return false
+		}
+	}
+	return true
+}
+
 func (s *Server) shutdownTracing() error {
 	if s.tp == nil {
 		return nil
