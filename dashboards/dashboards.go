@@ -168,16 +168,33 @@ func mean(metric, matchers, by string) string {
 	return fmt.Sprintf("sum by (%[3]s) (rate(%[1]s_sum{%[2]s}[$__rate_interval])) / sum by (%[3]s) (rate(%[1]s_count{%[2]s}[$__rate_interval]))", metric, matchers, by)
 }
 
-// ts is a time-series panel with a visible legend, a multi-series tooltip and the given unit.
-func ts(bd *board, title, description, unit string, width uint32, targets ...*prometheus.DataqueryBuilder) *timeseries.PanelBuilder {
-	p := timeseries.NewPanelBuilder().
-		Id(bd.next()).
+// panelBuilder is the part every panel builder of the SDK has alike that frame sets; P is the
+// builder's own type, which each setter returns.
+type panelBuilder[P any] interface {
+	Id(id uint32) P
+	Title(title string) P
+	Description(description string) P
+	Datasource(datasource common.DataSourceRef) P
+	Unit(unit string) P
+	Span(w uint32) P
+	Height(h uint32) P
+}
+
+// frame gives a new panel what every panel has: the board's next id, a title and
+// description, the datasource variable, a unit, a width and the standard height.
+func frame[P panelBuilder[P]](p P, bd *board, title, description, unit string, width uint32) P {
+	return p.Id(bd.next()).
 		Title(title).
 		Description(description).
 		Datasource(ds).
 		Unit(unit).
 		Span(width).
-		Height(height).
+		Height(height)
+}
+
+// ts is a time-series panel with a visible legend, a multi-series tooltip and the given unit.
+func ts(bd *board, title, description, unit string, width uint32, targets ...*prometheus.DataqueryBuilder) *timeseries.PanelBuilder {
+	p := frame(timeseries.NewPanelBuilder(), bd, title, description, unit, width).
 		LineWidth(1).
 		FillOpacity(10).
 		ShowPoints(common.VisibilityModeNever).
@@ -215,14 +232,7 @@ func thresholdLine(p *timeseries.PanelBuilder, value float64) *timeseries.PanelB
 // hm is a heatmap of a classic histogram's bucket increases (Prometheus "heatmap" format, one
 // row per le bucket, exemplars shown).
 func hm(bd *board, title, description, metric string, width uint32) *heatmap.PanelBuilder {
-	return heatmap.NewPanelBuilder().
-		Id(bd.next()).
-		Title(title).
-		Description(description).
-		Datasource(ds).
-		Unit("s").
-		Span(width).
-		Height(height).
+	return frame(heatmap.NewPanelBuilder(), bd, title, description, "s", width).
 		Calculate(false).
 		YAxis(heatmap.NewYAxisConfigBuilder().Unit("s").AxisPlacement(common.AxisPlacementLeft)).
 		RowsFrame(heatmap.NewRowsHeatmapOptionsBuilder().Layout(common.HeatmapCellLayoutLe)).
@@ -246,14 +256,7 @@ func hm(bd *board, title, description, metric string, width uint32) *heatmap.Pan
 
 // st is a stat panel showing the last non-null value of each series.
 func st(bd *board, title, description, unit string, width uint32, target *prometheus.DataqueryBuilder) *stat.PanelBuilder {
-	return stat.NewPanelBuilder().
-		Id(bd.next()).
-		Title(title).
-		Description(description).
-		Datasource(ds).
-		Unit(unit).
-		Span(width).
-		Height(height).
+	return frame(stat.NewPanelBuilder(), bd, title, description, unit, width).
 		GraphMode(common.BigValueGraphModeArea).
 		ColorMode(common.BigValueColorModeValue).
 		TextMode(common.BigValueTextModeValueAndName).
@@ -263,14 +266,7 @@ func st(bd *board, title, description, unit string, width uint32, target *promet
 
 // bars is a horizontal bar gauge of instant values (e.g. counts over the dashboard range).
 func bars(bd *board, title, description, unit string, width uint32, target *prometheus.DataqueryBuilder) *bargauge.PanelBuilder {
-	return bargauge.NewPanelBuilder().
-		Id(bd.next()).
-		Title(title).
-		Description(description).
-		Datasource(ds).
-		Unit(unit).
-		Span(width).
-		Height(height).
+	return frame(bargauge.NewPanelBuilder(), bd, title, description, unit, width).
 		Min(0).
 		DisplayMode(common.BarGaugeDisplayModeGradient).
 		Orientation(common.VizOrientationHorizontal).
@@ -278,6 +274,28 @@ func bars(bd *board, title, description, unit string, width uint32, target *prom
 		ShowUnfilled(true).
 		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"}).Values(false)).
 		WithTarget(target.Instant())
+}
+
+// kvCacheUsage is the panel of vLLM's KV-cache usage fraction (kvCache), a third wide.
+func kvCacheUsage(bd *board, description string) *timeseries.PanelBuilder {
+	return ts(bd, "KV-cache usage", description, "percentunit", third,
+		query("A", kvCache, "{{model_name}} {{instance}}")).
+		Min(0).Max(1)
+}
+
+// probeRunning is the 0/1 panel of inferprobe_probe_running per probe.
+func probeRunning(bd *board, description string, width uint32) *timeseries.PanelBuilder {
+	return stepped(ts(bd, "Probe running", description, "short", width,
+		query("A", `max by (probe) (inferprobe_probe_running{`+sel+`})`, "{{probe}}"))).
+		Min(0).Max(1)
+}
+
+// vllmWaitingRunning queries vLLM's waiting and running requests per model (refs A and B).
+func vllmWaitingRunning() []*prometheus.DataqueryBuilder {
+	return []*prometheus.DataqueryBuilder{
+		query("A", `sum by (model_name) (vllm:num_requests_waiting{`+vsel+`})`, "waiting {{model_name}}"),
+		query("B", `sum by (model_name) (vllm:num_requests_running{`+vsel+`})`, "running {{model_name}}"),
+	}
 }
 
 // step is one threshold: from value on, color.

@@ -19,8 +19,10 @@
 // Every dashboard marks probe runs with an annotation from inferprobe_probe_running, so server
 // behaviour lines up with the load inferprobe sent.
 //
-// The rule files (rules/*.yml, embedded) hold the SLO recording rules and the multiwindow,
-// multi-burn-rate alerts laid out as Sloth generates them from the Google SRE workbook, plus
+// The rule files (rules/*.yml, embedded) hold the SLO recording rules, the multiwindow,
+// multi-burn-rate alerts for a 30-day SLO period (burn rate = error ratio / (1 − objective);
+// page when both 1h and 5m burn above 14.4, or 6h and 30m above 6; ticket when both 1d and
+// 2h burn above 3, or 3d and 6h above 1; no `for:`, the short window debounces), plus
 // probe-health alerts. The checked-in copies under grafana/ are regenerated with
 // `go test ./dashboards -run TestGolden -update`.
 package dashboards

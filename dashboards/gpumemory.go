@@ -27,11 +27,8 @@ func gpuMemory() *dashboard.DashboardBuilder {
 		Min(0).Max(1))
 
 	bd.row("Server")
-	bd.add(ts(bd, "KV-cache usage",
-		"Fraction of vLLM's KV-cache blocks in use (vllm:kv_cache_usage_perc; older vLLM: vllm:gpu_cache_usage_perc).",
-		"percentunit", third,
-		query("A", kvCache, "{{model_name}} {{instance}}")).
-		Min(0).Max(1))
+	bd.add(kvCacheUsage(bd,
+		"Fraction of vLLM's KV-cache blocks in use (vllm:kv_cache_usage_perc; older vLLM: vllm:gpu_cache_usage_perc)."))
 	bd.add(ts(bd, "vLLM process RSS",
 		"Resident memory of the vLLM process serving the selected models: process_resident_memory_bytes of every scrape target (job, instance) that also exports vllm:num_requests_running for the model (the API-server process that serves /metrics).",
 		"bytes", third,
@@ -40,8 +37,7 @@ func gpuMemory() *dashboard.DashboardBuilder {
 	bd.add(ts(bd, "vLLM waiting / running",
 		"vllm:num_requests_waiting and vllm:num_requests_running: the load that drives KV-cache occupancy.",
 		"short", third,
-		query("A", `sum by (model_name) (vllm:num_requests_waiting{`+vsel+`})`, "waiting {{model_name}}"),
-		query("B", `sum by (model_name) (vllm:num_requests_running{`+vsel+`})`, "running {{model_name}}")).
+		vllmWaitingRunning()...).
 		Min(0))
 
 	bd.row("inferprobe")
@@ -51,10 +47,7 @@ func gpuMemory() *dashboard.DashboardBuilder {
 		query("A", `process_resident_memory_bytes and on (job, instance) inferprobe_build_info`, "RSS {{instance}}"),
 		query("B", `go_memstats_heap_inuse_bytes and on (job, instance) inferprobe_build_info`, "Go heap in use {{instance}}")).
 		Min(0))
-	bd.add(stepped(ts(bd, "Probe running",
-		"1 while a probe run is in progress (inferprobe_probe_running), for lining memory changes up with load.",
-		"short", half,
-		query("A", `max by (probe) (inferprobe_probe_running{`+sel+`})`, "{{probe}}"))).
-		Min(0).Max(1))
+	bd.add(probeRunning(bd,
+		"1 while a probe run is in progress (inferprobe_probe_running), for lining memory changes up with load.", half))
 	return bd.b
 }

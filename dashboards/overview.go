@@ -4,13 +4,24 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/common"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
 )
 
-// overview: is the service meeting its SLO, and is the probe itself healthy?
+// overview: is the service meeting its SLO, and is the probe itself healthy? Four rows, in
+// this order (panel ids follow it): SLO, latency, requests, probes.
 func overview() *dashboard.DashboardBuilder {
 	bd := newBoard(UIDOverview, "inferprobe / Overview",
 		"Goodput and SLO attainment of inferprobe's probes, client-side latency (TTFT, e2e, TPOT), request outcomes and the load generator's own health. Shaded regions: probe runs.")
+	overviewSLO(bd)
+	overviewLatency(bd)
+	overviewRequests(bd)
+	overviewProbes(bd)
+	return bd.b
+}
 
+// overviewSLO is the SLO row: goodput, attainment against the objective and the error
+// budget burn rate over time, and stats of the last run and of the probe's liveness.
+func overviewSLO(bd *board) {
 	bd.row("SLO")
 	bd.add(ts(bd, "Goodput (last run)",
 		"Requests per second that met every criterion of the SLO in the last finished run, with the lower and upper bound of its interval (inferprobe_goodput_requests_per_second).",
@@ -56,21 +67,21 @@ func overview() *dashboard.DashboardBuilder {
 		"Requests inferprobe has sent and not yet finished, per probe.",
 		"short", quarter,
 		query("A", `sum by (probe) (inferprobe_in_flight_requests{`+sel+`})`, "{{probe}}")))
+}
 
+// overviewLatency is the client-side latency row: TTFT, e2e and TPOT percentiles, the TTFT
+// and e2e heatmaps, and p99 from the send against p99 from the intended arrival.
+func overviewLatency(bd *board) {
 	bd.row("Latency (client side, measured phase only)")
 	bd.add(ts(bd, "TTFT percentiles",
 		"Time to first token: send → first non-empty content (or reasoning) delta. histogram_quantile over the rate of inferprobe_ttft_seconds_bucket; buckets include every configured SLO threshold exactly. Exemplars carry request_id and trace_id.",
 		"s", half,
-		query("A", quantile("0.5", "inferprobe_ttft_seconds", sel, "probe"), "p50 {{probe}}"),
-		query("B", quantile("0.9", "inferprobe_ttft_seconds", sel, "probe"), "p90 {{probe}}"),
-		query("C", quantile("0.99", "inferprobe_ttft_seconds", sel, "probe"), "p99 {{probe}}").Exemplar(true)).
+		probePercentiles("inferprobe_ttft_seconds", true)...).
 		Min(0))
 	bd.add(ts(bd, "e2e latency percentiles",
 		"End to end: send → end of stream (inferprobe_e2e_seconds).",
 		"s", half,
-		query("A", quantile("0.5", "inferprobe_e2e_seconds", sel, "probe"), "p50 {{probe}}"),
-		query("B", quantile("0.9", "inferprobe_e2e_seconds", sel, "probe"), "p90 {{probe}}"),
-		query("C", quantile("0.99", "inferprobe_e2e_seconds", sel, "probe"), "p99 {{probe}}").Exemplar(true)).
+		probePercentiles("inferprobe_e2e_seconds", true)...).
 		Min(0))
 	bd.add(hm(bd, "TTFT distribution", "Per-bucket count of TTFT observations (inferprobe_ttft_seconds_bucket) over time.", "inferprobe_ttft_seconds", half))
 	bd.add(hm(bd, "e2e distribution", "Per-bucket count of e2e observations (inferprobe_e2e_seconds_bucket) over time.", "inferprobe_e2e_seconds", half))
@@ -85,11 +96,13 @@ func overview() *dashboard.DashboardBuilder {
 	bd.add(ts(bd, "TPOT percentiles",
 		"Time per output token = (e2e − TTFT) / (output_tokens − 1), only for requests with server-reported usage (inferprobe_tpot_seconds).",
 		"s", half,
-		query("A", quantile("0.5", "inferprobe_tpot_seconds", sel, "probe"), "p50 {{probe}}"),
-		query("B", quantile("0.9", "inferprobe_tpot_seconds", sel, "probe"), "p90 {{probe}}"),
-		query("C", quantile("0.99", "inferprobe_tpot_seconds", sel, "probe"), "p99 {{probe}}")).
+		probePercentiles("inferprobe_tpot_seconds", false)...).
 		Min(0))
+}
 
+// overviewRequests is the requests row: outcomes and failures, dispatch lag, requests in
+// flight and token throughput.
+func overviewRequests(bd *board) {
 	bd.row("Requests")
 	bd.add(stacked(ts(bd, "Requests by status",
 		"Measured requests per second by outcome (ok, timeout, rejected, unreachable, delivery_unknown, error, dropped, cancelled); warmup excluded.",
@@ -122,13 +135,13 @@ func overview() *dashboard.DashboardBuilder {
 		query("A", `sum by (probe) (rate(inferprobe_prompt_tokens_total{`+sel+`}[$__rate_interval]))`, "prompt {{probe}}"),
 		query("B", `sum by (probe) (rate(inferprobe_output_tokens_total{`+sel+`}[$__rate_interval]))`, "output {{probe}}")).
 		Min(0).AxisLabel("tokens/s"))
+}
 
+// overviewProbes is the probes row: runs in progress, runs by outcome and whether the last
+// run kept its schedule.
+func overviewProbes(bd *board) {
 	bd.row("Probes")
-	bd.add(stepped(ts(bd, "Probe running",
-		"1 while a probe run is in progress (inferprobe_probe_running).",
-		"short", third,
-		query("A", `max by (probe) (inferprobe_probe_running{`+sel+`})`, "{{probe}}"))).
-		Min(0).Max(1))
+	bd.add(probeRunning(bd, "1 while a probe run is in progress (inferprobe_probe_running).", third))
 	bd.add(bars(bd, "Probe runs by outcome (dashboard range)",
 		"Finished probe runs over the selected range: completed, interrupted, incomplete, failed (could not start).",
 		"short", third,
@@ -139,5 +152,18 @@ func overview() *dashboard.DashboardBuilder {
 		"bool_yes_no", third,
 		query("A", `min by (probe) (inferprobe_probe_schedule_met{`+sel+`})`, "{{probe}}"))).
 		Min(0).Max(1))
-	return bd.b
+}
+
+// probePercentiles queries p50, p90 and p99 (refs A, B, C) of a histogram per probe; with
+// exemplars, the p99 query shows them.
+func probePercentiles(metric string, exemplars bool) []*prometheus.DataqueryBuilder {
+	p99 := query("C", quantile("0.99", metric, sel, "probe"), "p99 {{probe}}")
+	if exemplars {
+		p99.Exemplar(true)
+	}
+	return []*prometheus.DataqueryBuilder{
+		query("A", quantile("0.5", metric, sel, "probe"), "p50 {{probe}}"),
+		query("B", quantile("0.9", metric, sel, "probe"), "p90 {{probe}}"),
+		p99,
+	}
 }

@@ -17,7 +17,9 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// ruleFile is the Prometheus rule-file format (docs/configuration/recording_rules.md).
+// ruleFile is the Prometheus rule-file format: a list of groups, each a name, an optional
+// evaluation interval and its rules; a rule is a recording rule (record + expr, optional
+// labels) or an alerting rule (alert + expr, optional for, labels and annotations).
 type ruleFile struct {
 	Groups []ruleGroup `yaml:"groups"`
 }
@@ -168,13 +170,16 @@ func TestSeriesInCatalogue(t *testing.T) {
 	}
 }
 
-// burnRows is the Google SRE workbook's 30-day table: severity → (short, long window, factor).
+// burnRows is the multiwindow, multi-burn-rate table for a 30-day SLO period: severity →
+// (short, long window, factor). Each row fires when the long window has spent a fixed share
+// of the 30-day budget (2% in 1h, 5% in 6h, 10% in 1d, 10% in 3d) and the short window,
+// a twelfth of the long one, still burns as fast.
 var burnRows = map[string][][3]string{
 	"page":   {{"5m", "1h", "14.4"}, {"30m", "6h", "6"}},
 	"ticket": {{"2h", "1d", "3"}, {"6h", "3d", "1"}},
 }
 
-// TestBurnRateAlerts: the burn-rate alerts pair exactly the workbook's windows and factors,
+// TestBurnRateAlerts: the burn-rate alerts pair exactly burnRows' windows and factors,
 // each window compared against factor × the per-SLO budget.
 func TestBurnRateAlerts(t *testing.T) {
 	cmp := regexp.MustCompile(`inferprobe:slo_error_ratio:rate(\w+) > on \(target, model, probe, slo\) group_left \(\) \(([0-9.]+) \* inferprobe:slo_error_budget:ratio\)`)
@@ -228,7 +233,10 @@ func TestAlertMetadata(t *testing.T) {
 	}
 }
 
-// promtool test file format (docs/configuration/unit_testing_rules.md), the parts checked here.
+// promtoolTests is the part checked here of promtool's rule unit-test file: the rule files
+// under test, the evaluation interval and group order, and test cases of input series
+// (series selector + expanding values notation) with alert_rule_test cases (the alerts
+// expected firing at eval_time) and promql_expr_test cases (the samples expected there).
 type promtoolTests struct {
 	RuleFiles          []string `yaml:"rule_files"`
 	EvaluationInterval string   `yaml:"evaluation_interval"`

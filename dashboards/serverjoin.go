@@ -50,15 +50,10 @@ func serverJoin() *dashboard.DashboardBuilder {
 	bd.add(ts(bd, "vLLM waiting / running vs inferprobe in flight",
 		"Requests waiting and running in vLLM's scheduler (vllm:num_requests_waiting, vllm:num_requests_running) against the requests inferprobe has outstanding (inferprobe_in_flight_requests).",
 		"short", third,
-		query("A", `sum by (model_name) (vllm:num_requests_waiting{`+vsel+`})`, "waiting {{model_name}}"),
-		query("B", `sum by (model_name) (vllm:num_requests_running{`+vsel+`})`, "running {{model_name}}"),
-		query("C", `sum(inferprobe_in_flight_requests{`+sel+`})`, "inferprobe in flight")).
+		append(vllmWaitingRunning(), query("C", `sum(inferprobe_in_flight_requests{`+sel+`})`, "inferprobe in flight"))...).
 		Min(0))
-	bd.add(ts(bd, "KV-cache usage",
-		"Fraction of vLLM's KV-cache blocks in use (vllm:kv_cache_usage_perc, a 0–1 fraction; older vLLM: vllm:gpu_cache_usage_perc).",
-		"percentunit", third,
-		query("A", kvCache, "{{model_name}} {{instance}}")).
-		Min(0).Max(1))
+	bd.add(kvCacheUsage(bd,
+		"Fraction of vLLM's KV-cache blocks in use (vllm:kv_cache_usage_perc, a 0–1 fraction; older vLLM: vllm:gpu_cache_usage_perc)."))
 	bd.add(ts(bd, "Prefix-cache hit ratio",
 		"Share of prompt tokens served from vLLM's prefix cache: rate(vllm:prefix_cache_hits_total) / rate(vllm:prefix_cache_queries_total).",
 		"percentunit", third,

@@ -16,43 +16,116 @@ func jsonString(s string) (string, error) {
 	return string(b), err
 }
 
-// handleChat serves POST /v1/chat/completions.
+// handleChat serves POST /v1/chat/completions: it reads, validates and names the request,
+// refuses it while the engines restart or when a fault says so, submits it to an engine,
+// holds the headers back for the slow-headers fault, then answers it streamed or whole.
+// Whatever the path, settle accounts for it when the handler returns.
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
-	var rec *GroundTruth
-	status := 0
-	var q *seq
+	o := &chatOutcome{}
 	if s.gt != nil {
-		rec = &GroundTruth{}
+		o.rec = &GroundTruth{}
 	}
-	defer func() {
-		if status != 0 {
-			s.countHTTP("/v1/chat/completions", http.MethodPost, status)
-		}
-		if rec != nil {
-			if status != 0 {
-				rec.HTTPStatus = ptr(status)
-			}
-			if q != nil {
-				fillFromSeq(rec, q)
-			}
-			s.gt.write(rec)
-		}
-	}()
+	defer s.settle(o)
 
+	req, aerr := s.readChatRequest(w, r)
+	id := s.chatRequestID(r, req)
+	if o.rec != nil {
+		o.rec.RequestID, o.rec.ResponseID = id, "chatcmpl-"+id
+	}
+	if aerr != nil {
+		o.fail(w, aerr, "invalid")
+		return
+	}
+	if o.rec != nil {
+		o.rec.Stream = req.stream
+		o.rec.PromptTokens, o.rec.MaxTokens = ptr(req.promptTokens), ptr(req.maxTokens)
+	}
+	if s.down() {
+		o.fail(w, errEngineRestarting, "rejected")
+		return
+	}
+	plan := planRequest(&s.cfg, id, req.maxTokens, req.ignoreEOS)
+	if o.rec != nil {
+		o.rec.Faults = plan.faultNames()
+	}
+	if refuseByFault(w, o, &plan) {
+		return
+	}
+	q := s.submitChat(r, id, req, &plan)
+	o.q = q
+	if plan.slowHeaders > 0 && !s.sleep(r.Context(), plan.slowHeaders) {
+		q.engine.abort(q, finCancelled)
+		if o.rec != nil {
+			o.rec.Status = statusOf(q)
+		}
+		return
+	}
+	if req.stream {
+		o.status = http.StatusOK
+		s.stream(w, r, q, req, &plan, o.rec)
+	} else {
+		o.status = s.unary(w, r, q, req, &plan, o.rec)
+	}
+}
+
+// chatOutcome is what handleChat leaves for settle: the HTTP status sent (0 while none was,
+// and for a reset or a dropped connection), the sequence once submitted, and the
+// ground-truth record (nil when ground truth is off).
+type chatOutcome struct {
+	status int
+	q      *seq
+	rec    *GroundTruth
+}
+
+// fail answers with e as a JSON error, recording its status and the ground-truth status.
+func (o *chatOutcome) fail(w http.ResponseWriter, e *apiError, gtStatus string) {
+	o.status = e.status
+	if o.rec != nil {
+		o.rec.Status = gtStatus
+	}
+	writeJSON(w, e.status, e.body())
+}
+
+// settle runs when handleChat returns, a panic that drops the connection included: a request
+// that got a status line counts in http_requests_total and, with ground truth on, the record
+// takes the status and the engine's account of the sequence, and is written.
+func (s *Server) settle(o *chatOutcome) {
+	if o.status != 0 {
+		s.countHTTP("/v1/chat/completions", http.MethodPost, o.status)
+	}
+	if o.rec != nil {
+		if o.status != 0 {
+			o.rec.HTTPStatus = ptr(o.status)
+		}
+		if o.q != nil {
+			fillFromSeq(o.rec, o.q)
+		}
+		s.gt.write(o.rec)
+	}
+}
+
+// errEngineRestarting answers chat requests during the restart fault's downtime.
+var errEngineRestarting = &apiError{status: http.StatusServiceUnavailable, typ: "ServiceUnavailableError",
+	msg: "The engine is restarting; try again later."}
+
+// readChatRequest reads the body, at most MaxBodyBytes (a larger one is a 413), and
+// decodes and validates it.
+func (s *Server) readChatRequest(w http.ResponseWriter, r *http.Request) (*chatRequest, *apiError) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
-	var req *chatRequest
-	var aerr *apiError
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			aerr = &apiError{status: http.StatusRequestEntityTooLarge, typ: "BadRequestError",
+			return nil, &apiError{status: http.StatusRequestEntityTooLarge, typ: "BadRequestError",
 				msg: "request body larger than " + strconv.FormatInt(s.cfg.MaxBodyBytes, 10) + " bytes"}
-		} else {
-			aerr = badRequest("could not read the request body: %v", err)
 		}
-	} else {
-		req, aerr = decodeChatRequest(body, &s.cfg)
+		return nil, badRequest("could not read the request body: %v", err)
 	}
+	return decodeChatRequest(body, &s.cfg)
+}
+
+// chatRequestID names a request: its X-Request-Id header, else the body's request_id (when
+// the body was valid), else a generated id.
+func (s *Server) chatRequestID(r *http.Request, req *chatRequest) string {
 	id := r.Header.Get("X-Request-Id")
 	if id == "" && req != nil {
 		id = req.bodyID
@@ -60,56 +133,37 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	if id == "" {
 		id = s.newID()
 	}
-	if rec != nil {
-		rec.RequestID, rec.ResponseID = id, "chatcmpl-"+id
-	}
-	if aerr != nil {
-		status = aerr.status
-		if rec != nil {
-			rec.Status = "invalid"
-		}
-		writeJSON(w, status, aerr.body())
-		return
-	}
-	if rec != nil {
-		rec.Stream = req.stream
-		rec.PromptTokens, rec.MaxTokens = ptr(req.promptTokens), ptr(req.maxTokens)
-	}
-	if s.down() {
-		status = http.StatusServiceUnavailable
-		if rec != nil {
-			rec.Status = "rejected"
-		}
-		writeJSON(w, status, (&apiError{status: status, typ: "ServiceUnavailableError", msg: "The engine is restarting; try again later."}).body())
-		return
-	}
+	return id
+}
 
-	plan := planRequest(&s.cfg, id, req.maxTokens, req.ignoreEOS)
-	if rec != nil {
-		rec.Faults = plan.faultNames()
-	}
-	if plan.reset {
-		if rec != nil {
-			rec.Status = "reset"
+// refuseByFault carries out a plan's refusal, reporting whether there was one: the reset
+// fault closes the connection before any status line; the reject faults answer 429
+// RateLimitError or 503 ServiceUnavailableError.
+func refuseByFault(w http.ResponseWriter, o *chatOutcome, plan *requestPlan) bool {
+	switch {
+	case plan.reset:
+		if o.rec != nil {
+			o.rec.Status = "reset"
 		}
 		resetConn(w)
-		return
-	}
-	if plan.reject != 0 {
-		status = plan.reject
-		if rec != nil {
-			rec.Status = "rejected"
-		}
+		return true
+	case plan.reject != 0:
 		typ, msg := "RateLimitError", "Too many requests: rejected by fault injection."
-		if status == http.StatusServiceUnavailable {
+		if plan.reject == http.StatusServiceUnavailable {
 			typ, msg = "ServiceUnavailableError", "Service unavailable: rejected by fault injection."
 		}
-		writeJSON(w, status, (&apiError{status: status, typ: typ, msg: msg}).body())
-		return
+		o.fail(w, &apiError{status: plan.reject, typ: typ, msg: msg}, "rejected")
+		return true
 	}
+	return false
+}
 
+// submitChat makes the request's sequence from req and its plan, with the remote span
+// context of its traceparent when spans are on, stamps its arrival and submits it to the
+// next engine, round-robin.
+func (s *Server) submitChat(r *http.Request, id string, req *chatRequest, plan *requestPlan) *seq {
 	e := s.engines[(s.rr.Add(1)-1)%uint64(len(s.engines))]
-	q = &seq{
+	q := &seq{
 		id:         id,
 		engine:     e,
 		promptLen:  req.promptTokens,
@@ -129,21 +183,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	q.arrivalNs = nowNs()
 	e.submit(q)
-
-	ctx := r.Context()
-	if plan.slowHeaders > 0 && !s.sleep(ctx, plan.slowHeaders) {
-		e.abort(q, finCancelled)
-		if rec != nil {
-			rec.Status = statusOf(q)
-		}
-		return
-	}
-	if req.stream {
-		status = http.StatusOK
-		s.stream(w, r, q, req, &plan, rec)
-	} else {
-		status = s.unary(w, r, q, req, &plan, rec)
-	}
+	return q
 }
 
 // statusOf maps a finished sequence to its GroundTruth status.
@@ -273,7 +313,8 @@ var errEngineError = &apiError{status: http.StatusInternalServerError, typ: "Int
 
 // stream writes an SSE response in vLLM's format: role event at the first token, content
 // events of TokensPerChunk tokens (the last one with finish_reason), the usage event when
-// stream_options.include_usage, then data: [DONE].
+// stream_options.include_usage, then data: [DONE]. A client gone before the end was sent
+// cancels the sequence.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, q *seq, req *chatRequest, plan *requestPlan, rec *GroundTruth) {
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
@@ -286,98 +327,146 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, q *seq, req *cha
 		rec.HeadersNs = ptr(nowNs())
 	}
 	prefix := chunkPrefix(q.id, q.arrivalNs/1e9, s.cfg.Model)
-	buf := make([]byte, 0, len(prefix)+256)
-	write := func(b []byte) bool {
-		t0 := nowNs()
-		if _, err := w.Write(b); err != nil {
-			return false
-		}
-		if err := rc.Flush(); err != nil {
-			return false
-		}
-		if rec != nil {
-			rec.ChunkStartNs = append(rec.ChunkStartNs, t0)
-			rec.ChunkNs = append(rec.ChunkNs, nowNs())
-		}
-		return true
+	st := &sseStream{
+		s: s, w: w, rc: rc, ctx: r.Context(), q: q, req: req, plan: plan, rec: rec,
+		prefix: prefix, buf: make([]byte, 0, len(prefix)+256), stallAt: plan.stallAt,
 	}
-	gone := func() {
+	if !st.run() {
 		q.engine.abort(q, finCancelled)
 	}
-	ctx := r.Context()
-	n := s.cfg.TokensPerChunk
-	stallAt := plan.stallAt
-	sent, events, roleSent := 0, 0, false
+}
+
+// sseStream is one streamed answer in progress, from its flushed headers on.
+type sseStream struct {
+	s    *Server
+	w    http.ResponseWriter
+	rc   *http.ResponseController
+	ctx  context.Context // the request's
+	q    *seq
+	req  *chatRequest
+	plan *requestPlan
+	rec  *GroundTruth // nil when ground truth is off
+
+	prefix   []byte // chunkPrefix of this stream
+	buf      []byte // the event being built
+	sent     int    // tokens sent in content events
+	events   int    // content events sent
+	roleSent bool
+	stallAt  int // the content event the stall fault pauses before; -1 when none (or done)
+}
+
+// sendResult is how far sendTokens got.
+type sendResult uint8
+
+const (
+	sendOK      sendResult = iota // every complete event of the tokens so far was sent
+	sendStalled                   // it paused for the stall fault: load the sequence again
+	sendGone                      // the client went away
+)
+
+// run sends the tokens as the engine publishes them, then the end of the stream once the
+// sequence finished; it reports false when the client went away before the end.
+func (st *sseStream) run() bool {
 	for {
-		avail, fin := q.load()
-		if avail > 0 && !roleSent {
-			if !write(append(append(buf[:0], prefix...), roleChoice...)) {
-				gone()
-				return
-			}
-			roleSent = true
-		}
-		final := fin == finLength || fin == finStop
-		stalled := false
-		for sent < avail {
-			k := min(n, avail-sent)
-			if k < n && fin == finNone {
-				break
-			}
-			if events == stallAt {
-				stallAt = -1
-				if !s.sleep(ctx, plan.stall) && ctx.Err() != nil {
-					gone()
-					return
-				}
-				stalled = true // reload: more tokens (or the finish) may have come meanwhile
-				break
-			}
-			finish := ""
-			if final && sent+k == avail {
-				finish = finishReason(fin)
-			}
-			buf = appendContentChunk(buf[:0], prefix, q.wordSeed, sent, sent+k, finish)
-			if !write(buf) {
-				gone()
-				return
-			}
-			sent += k
-			events++
-		}
-		if stalled {
-			continue
+		avail, fin := st.q.load()
+		switch st.sendTokens(avail, fin) {
+		case sendGone:
+			return false
+		case sendStalled:
+			continue // more tokens (or the finish) may have come meanwhile
 		}
 		if fin != finNone {
-			switch fin {
-			case finLength, finStop:
-				if req.includeUsage {
-					buf = append(append(buf[:0], prefix...), "],"...)
-					buf = appendUsage(buf, q.promptLen, avail)
-					buf = append(buf, "}\n\n"...)
-					if !write(buf) {
-						return
-					}
-				}
-				write([]byte(doneEvent))
-			case finError:
-				buf = append(append(buf[:0], "data: "...), errEngineError.body()...)
-				buf = append(buf, "\n\n"...)
-				if write(buf) {
-					write([]byte(doneEvent))
-				}
-			case finTruncated, finRestart, finShutdown:
-				panic(http.ErrAbortHandler) // close the connection mid-stream
-			}
-			return
+			st.finish(avail, fin)
+			return true
 		}
 		select {
-		case <-q.notify:
-		case <-ctx.Done():
-			gone()
-			return
+		case <-st.q.notify:
+		case <-st.ctx.Done():
+			return false
 		}
 	}
+}
+
+// sendTokens sends the role event once the first token is there, then content events of
+// TokensPerChunk tokens for the avail tokens generated so far: a shorter event only once the
+// sequence finished, the last one of a stop or length finish with finish_reason. Before the
+// content event the stall fault picked, it pauses for StallDuration instead.
+func (st *sseStream) sendTokens(avail int, fin uint32) sendResult {
+	if avail > 0 && !st.roleSent {
+		if !st.write(append(append(st.buf[:0], st.prefix...), roleChoice...)) {
+			return sendGone
+		}
+		st.roleSent = true
+	}
+	n := st.s.cfg.TokensPerChunk
+	final := fin == finLength || fin == finStop
+	for st.sent < avail {
+		k := min(n, avail-st.sent)
+		if k < n && fin == finNone {
+			break
+		}
+		if st.events == st.stallAt {
+			st.stallAt = -1
+			if !st.s.sleep(st.ctx, st.plan.stall) && st.ctx.Err() != nil {
+				return sendGone
+			}
+			return sendStalled
+		}
+		finish := ""
+		if final && st.sent+k == avail {
+			finish = finishReason(fin)
+		}
+		st.buf = appendContentChunk(st.buf[:0], st.prefix, st.q.wordSeed, st.sent, st.sent+k, finish)
+		if !st.write(st.buf) {
+			return sendGone
+		}
+		st.sent += k
+		st.events++
+	}
+	return sendOK
+}
+
+// finish sends the end of a finished stream: after stop or length, the usage event (with
+// stream_options.include_usage) and data: [DONE]; after the stream-error fault, the error
+// event and data: [DONE]; after truncate, restart or shutdown it drops the connection
+// mid-stream instead. A failed write ends it.
+func (st *sseStream) finish(avail int, fin uint32) {
+	switch fin {
+	case finLength, finStop:
+		if st.req.includeUsage {
+			st.buf = append(append(st.buf[:0], st.prefix...), "],"...)
+			st.buf = appendUsage(st.buf, st.q.promptLen, avail)
+			st.buf = append(st.buf, "}\n\n"...)
+			if !st.write(st.buf) {
+				return
+			}
+		}
+		st.write([]byte(doneEvent))
+	case finError:
+		st.buf = append(append(st.buf[:0], "data: "...), errEngineError.body()...)
+		st.buf = append(st.buf, "\n\n"...)
+		if st.write(st.buf) {
+			st.write([]byte(doneEvent))
+		}
+	case finTruncated, finRestart, finShutdown:
+		panic(http.ErrAbortHandler) // close the connection mid-stream
+	}
+}
+
+// write writes one event and flushes it, recording the write in the ground truth; false
+// means the client went away.
+func (st *sseStream) write(b []byte) bool {
+	t0 := nowNs()
+	if _, err := st.w.Write(b); err != nil {
+		return false
+	}
+	if err := st.rc.Flush(); err != nil {
+		return false
+	}
+	if st.rec != nil {
+		st.rec.addChunk(t0)
+	}
+	return true
 }
 
 // unary waits for the whole completion and writes one chat.completion body (or the error),
@@ -421,8 +510,7 @@ func (s *Server) unary(w http.ResponseWriter, r *http.Request, q *seq, req *chat
 		_ = rc.Flush()
 		if rec != nil {
 			rec.HeadersNs = ptr(nowNs())
-			rec.ChunkStartNs = append(rec.ChunkStartNs, t0)
-			rec.ChunkNs = append(rec.ChunkNs, nowNs())
+			rec.addChunk(t0)
 		}
 		panic(http.ErrAbortHandler)
 	}
@@ -432,8 +520,7 @@ func (s *Server) unary(w http.ResponseWriter, r *http.Request, q *seq, req *chat
 	t0 := nowNs()
 	if _, err := w.Write(body); err == nil {
 		if err := rc.Flush(); err == nil && rec != nil {
-			rec.ChunkStartNs = append(rec.ChunkStartNs, t0)
-			rec.ChunkNs = append(rec.ChunkNs, nowNs())
+			rec.addChunk(t0)
 		}
 	}
 	return status

@@ -216,67 +216,97 @@ func (c *Config) otlpProtocol() string {
 	return p
 }
 
-// Validate reports every unusable setting in one error (nil when the config is usable).
+// Validate reports every unusable setting in one error (nil when the config is usable): the
+// engine model's, then the request handling's, the tracing's and the faults', in that order.
 func (c *Config) Validate() error {
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	var p problems
+	c.checkEngine(&p)
+	c.checkRequests(&p)
+	c.checkTracing(&p)
+	c.Faults.check(&p)
+	return errors.Join(p...)
+}
+
+// problems collects the findings of Validate, in the order found.
+type problems []error
+
+// add records one finding, formatted as fmt.Errorf does.
+func (p *problems) add(format string, args ...any) { *p = append(*p, fmt.Errorf(format, args...)) }
+
+// checkEngine checks the model name, the engine count and the scheduler, KV-cache and
+// step-time knobs; MaxModelLen must fit in the KV cache when both of its sizes are valid.
+func (c *Config) checkEngine(p *problems) {
 	if strings.TrimSpace(c.Model) == "" {
-		bad("model name is empty")
+		p.add("model name is empty")
 	}
 	if c.Engines < 1 || c.Engines > 64 {
-		bad("engines must be in [1,64], got %d", c.Engines)
+		p.add("engines must be in [1,64], got %d", c.Engines)
 	}
 	if c.MaxNumSeqs < 1 {
-		bad("max-num-seqs must be ≥ 1, got %d", c.MaxNumSeqs)
+		p.add("max-num-seqs must be ≥ 1, got %d", c.MaxNumSeqs)
 	}
 	if c.MaxNumBatchedTokens < 1 {
-		bad("max-num-batched-tokens must be ≥ 1, got %d", c.MaxNumBatchedTokens)
+		p.add("max-num-batched-tokens must be ≥ 1, got %d", c.MaxNumBatchedTokens)
 	}
 	if c.BlockSize < 1 || c.BlockSize > 1024 {
-		bad("block-size must be in [1,1024], got %d", c.BlockSize)
+		p.add("block-size must be in [1,1024], got %d", c.BlockSize)
 	}
 	if c.NumGPUBlocks < 1 || c.NumGPUBlocks > 1<<26 {
-		bad("num-gpu-blocks must be in [1,%d], got %d", 1<<26, c.NumGPUBlocks)
+		p.add("num-gpu-blocks must be in [1,%d], got %d", 1<<26, c.NumGPUBlocks)
 	}
 	if c.MaxModelLen < 2 {
-		bad("max-model-len must be ≥ 2, got %d", c.MaxModelLen)
+		p.add("max-model-len must be ≥ 2, got %d", c.MaxModelLen)
 	} else if c.BlockSize >= 1 && c.NumGPUBlocks >= 1 && int64(c.MaxModelLen) > int64(c.NumGPUBlocks)*int64(c.BlockSize) {
-		bad("max-model-len %d does not fit in the KV cache (%d blocks × %d tokens)", c.MaxModelLen, c.NumGPUBlocks, c.BlockSize)
+		p.add("max-model-len %d does not fit in the KV cache (%d blocks × %d tokens)", c.MaxModelLen, c.NumGPUBlocks, c.BlockSize)
 	}
 	if !(c.PrefillTokensPerSec >= 0) || c.PrefillTokensPerSec > 1e12 {
-		bad("prefill-tps must be ≥ 0 (0 = instantaneous), got %v", c.PrefillTokensPerSec)
+		p.add("prefill-tps must be ≥ 0 (0 = instantaneous), got %v", c.PrefillTokensPerSec)
 	}
 	if c.DecodeStepBase < 0 || c.DecodeStepPerSeq < 0 {
-		bad("decode step times must be ≥ 0")
+		p.add("decode step times must be ≥ 0")
 	}
+}
+
+// checkRequests checks the knobs of answering requests: early stops, default max_tokens,
+// tokens per SSE event, the body limit and the /reset_prefix_cache answer.
+func (c *Config) checkRequests(p *problems) {
 	if !(c.StopProbability >= 0 && c.StopProbability <= 1) {
-		bad("stop-prob must be in [0,1], got %v", c.StopProbability)
+		p.add("stop-prob must be in [0,1], got %v", c.StopProbability)
 	}
 	if c.DefaultMaxTokens < 0 {
-		bad("default-max-tokens must be ≥ 0, got %d", c.DefaultMaxTokens)
+		p.add("default-max-tokens must be ≥ 0, got %d", c.DefaultMaxTokens)
 	}
 	if c.TokensPerChunk < 1 || c.TokensPerChunk > 4096 {
-		bad("tokens-per-chunk must be in [1,4096], got %d", c.TokensPerChunk)
+		p.add("tokens-per-chunk must be in [1,4096], got %d", c.TokensPerChunk)
 	}
 	if c.MaxBodyBytes < 1024 {
-		bad("max-body-bytes must be ≥ 1024, got %d", c.MaxBodyBytes)
+		p.add("max-body-bytes must be ≥ 1024, got %d", c.MaxBodyBytes)
 	}
 	switch c.ResetAnswer {
 	case "json", "empty":
 	default:
-		bad("reset-answer must be json or empty, got %q", c.ResetAnswer)
+		p.add("reset-answer must be json or empty, got %q", c.ResetAnswer)
 	}
-	if c.OTLPTracesEndpoint != "" || strings.TrimSpace(c.OTLPProtocol) != "" { // an explicit value is checked even unused
-		switch p := c.otlpProtocol(); p {
+}
+
+// checkTracing checks the OTLP protocol (when spans are on, or when one is set explicitly
+// even though unused) and the batch delay.
+func (c *Config) checkTracing(p *problems) {
+	if c.OTLPTracesEndpoint != "" || strings.TrimSpace(c.OTLPProtocol) != "" {
+		switch proto := c.otlpProtocol(); proto {
 		case ProtocolGRPC, ProtocolHTTPProtobuf:
 		default:
-			bad("OTLP traces protocol must be %s or %s, got %q", ProtocolGRPC, ProtocolHTTPProtobuf, p)
+			p.add("OTLP traces protocol must be %s or %s, got %q", ProtocolGRPC, ProtocolHTTPProtobuf, proto)
 		}
 	}
 	if c.OTLPBatchDelay < 0 {
-		bad("otlp-batch-delay must be ≥ 0")
+		p.add("otlp-batch-delay must be ≥ 0")
 	}
-	f := c.Faults
+}
+
+// check checks that every fault fraction is in [0,1], every duration ≥ 0, and that the
+// stall and slow-headers faults have a duration when they are on.
+func (f *Faults) check(p *problems) {
 	for _, fr := range []struct {
 		name string
 		v    float64
@@ -286,19 +316,18 @@ func (c *Config) Validate() error {
 		{"fault-slow-headers", f.SlowHeaders}, {"fault-metrics-503", f.Metrics503}, {"fault-metrics-html", f.MetricsHTML},
 	} {
 		if !(fr.v >= 0 && fr.v <= 1) {
-			bad("%s must be a fraction in [0,1], got %v", fr.name, fr.v)
+			p.add("%s must be a fraction in [0,1], got %v", fr.name, fr.v)
 		}
 	}
 	if f.StallDuration < 0 || f.SlowHeadersDuration < 0 || f.RestartAt < 0 || f.RestartDowntime < 0 {
-		bad("fault durations must be ≥ 0")
+		p.add("fault durations must be ≥ 0")
 	}
 	if f.Stall > 0 && f.StallDuration == 0 {
-		bad("fault-stall needs fault-stall-duration > 0")
+		p.add("fault-stall needs fault-stall-duration > 0")
 	}
 	if f.SlowHeaders > 0 && f.SlowHeadersDuration == 0 {
-		bad("fault-slow-headers needs fault-slow-headers-duration > 0")
+		p.add("fault-slow-headers needs fault-slow-headers-duration > 0")
 	}
-	return errors.Join(errs...)
 }
 
 // CountPromptTokens is the simulator's fixed prompt-token rule: the number of

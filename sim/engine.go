@@ -227,12 +227,29 @@ type step struct {
 	dur      time.Duration
 }
 
-// schedule plans one step at time t0 (unix ns). The caller holds e.mu.
+// schedule plans one step at time t0 (unix ns), as vLLM V1's scheduler: the running
+// sequences first, then, unless that had to preempt, admissions from the waiting queue, all
+// within the step's token budget. The caller holds e.mu.
 func (e *engine) schedule(t0 int64) step {
-	cfg := e.cfg
-	budget := cfg.MaxNumBatchedTokens
 	st := step{seqs: e.plan[:0]}
-	preempted := false
+	budget, preempted := e.scheduleRunning(&st, e.cfg.MaxNumBatchedTokens)
+	if !preempted { // as vLLM V1: no admission in a step that had to preempt
+		e.admitWaiting(&st, budget, t0)
+	}
+	e.hitBuf = e.hitBuf[:0]
+	e.plan = st.seqs
+	if len(st.seqs) > 0 {
+		st.dur = e.stepDuration(st.prefill, st.decoding)
+	}
+	return st
+}
+
+// scheduleRunning adds the running sequences to st in order while budget lasts: a sequence
+// still prefilling gets the next chunk of its prefill, a decoding one a token, for which it
+// may need a new KV block; when none is free the newest running sequences are preempted
+// until one is (or until the sequence itself was the newest). It returns the budget left
+// and whether it preempted.
+func (e *engine) scheduleRunning(st *step, budget int) (left int, preempted bool) {
 	for i := 0; i < len(e.running); i++ {
 		s := e.running[i]
 		if budget == 0 {
@@ -263,61 +280,89 @@ func (e *engine) schedule(t0 int64) step {
 		st.decoding++
 		st.seqs = append(st.seqs, s)
 	}
-	// Admission, as vLLM V1: none in a step that had to preempt.
-	for !preempted && e.waiting.len() > 0 && len(e.running) < cfg.MaxNumSeqs && budget > 0 {
+	return budget, preempted
+}
+
+// admitWaiting admits waiting sequences to st in FIFO order while the running batch is below
+// MaxNumSeqs and budget lasts. A head whose blocks do not fit stops admission (head-of-line
+// blocking, as vLLM's FCFS policy). Each admitted sequence gets the first chunk of its
+// prefill, the cached blocks excepted.
+func (e *engine) admitWaiting(st *step, budget int, t0 int64) {
+	for e.waiting.len() > 0 && len(e.running) < e.cfg.MaxNumSeqs && budget > 0 {
 		s := e.waiting.front()
-		total := s.promptLen + s.generated
-		hits := e.hitBuf[:0]
-		if s.hashes != nil {
-			hits = e.kv.lookup(s.hashes, (s.promptLen-1)/cfg.BlockSize, hits)
-		}
-		evictableHits := 0
-		for _, h := range hits {
-			if h.ref == 0 {
-				evictableHits++
-			}
-		}
-		need := e.blocksFor(total) - len(hits)
-		if e.kv.free()-evictableHits < need {
-			break // head-of-line blocking, as vLLM's FCFS policy
+		hits, need, fits := e.admission(s)
+		if !fits {
+			break
 		}
 		e.waiting.popFront()
-		for _, h := range hits {
-			e.kv.acquire(h)
-		}
-		s.shared = append(s.shared[:0], hits...)
-		e.kv.alloc(need)
-		s.own = need
-		hitTok := len(hits) * cfg.BlockSize
-		s.computed = hitTok
-		s.prefillTarget = total
-		s.kvTokens = total
-		s.state = stateRunning
-		if !s.admitted {
-			s.admitted = true
-			s.scheduledNs = t0
-			s.cachedTokens = hitTok
-		}
-		if cfg.EnablePrefixCaching {
-			e.m.prefixQueries.Add(float64(s.promptLen))
-			e.m.prefixHits.Add(float64(hitTok))
-		}
-		c := min(total-hitTok, budget)
+		hitTok := e.admit(s, hits, need, t0)
+		c := min(s.prefillTarget-hitTok, budget)
 		s.chunk = c
 		budget -= c
 		st.prefill += c
 		st.seqs = append(st.seqs, s)
 		e.running = append(e.running, s)
 	}
-	e.hitBuf = e.hitBuf[:0]
-	e.plan = st.seqs
-	if len(st.seqs) > 0 {
-		st.dur = cfg.DecodeStepBase + time.Duration(st.decoding)*cfg.DecodeStepPerSeq
-		if cfg.PrefillTokensPerSec > 0 && st.prefill > 0 {
-			st.dur += time.Duration(float64(st.prefill) / cfg.PrefillTokensPerSec * float64(time.Second))
+}
+
+// admission looks up the prefix-cache blocks s would reuse (its full prompt blocks, the last
+// prompt token always left to compute) and the new blocks it needs for its prompt and
+// generated tokens; fits reports whether the free blocks, less the reused ones that are
+// only evictable now, hold them.
+func (e *engine) admission(s *seq) (hits []*cacheEntry, need int, fits bool) {
+	hits = e.hitBuf[:0]
+	if s.hashes != nil {
+		hits = e.kv.lookup(s.hashes, (s.promptLen-1)/e.cfg.BlockSize, hits)
+	}
+	evictableHits := 0
+	for _, h := range hits {
+		if h.ref == 0 {
+			evictableHits++
 		}
 	}
-	return st
+	need = e.blocksFor(s.promptLen+s.generated) - len(hits)
+	return hits, need, e.kv.free()-evictableHits >= need
+}
+
+// admit makes s running with the cached blocks hits and need new ones, its prefill to
+// compute its prompt and generated tokens from the first uncached one; the first admission
+// fixes its scheduled time and cached tokens. With prefix caching on, every admission counts
+// the prompt in vllm:prefix_cache_queries_total and the cached tokens in
+// vllm:prefix_cache_hits_total. It returns the cached tokens.
+func (e *engine) admit(s *seq, hits []*cacheEntry, need int, t0 int64) (hitTok int) {
+	for _, h := range hits {
+		e.kv.acquire(h)
+	}
+	s.shared = append(s.shared[:0], hits...)
+	e.kv.alloc(need)
+	s.own = need
+	total := s.promptLen + s.generated
+	hitTok = len(hits) * e.cfg.BlockSize
+	s.computed = hitTok
+	s.prefillTarget = total
+	s.kvTokens = total
+	s.state = stateRunning
+	if !s.admitted {
+		s.admitted = true
+		s.scheduledNs = t0
+		s.cachedTokens = hitTok
+	}
+	if e.cfg.EnablePrefixCaching {
+		e.m.prefixQueries.Add(float64(s.promptLen))
+		e.m.prefixHits.Add(float64(hitTok))
+	}
+	return hitTok
+}
+
+// stepDuration is the simulated length of a step: DecodeStepBase, plus DecodeStepPerSeq per
+// decoding sequence, plus the prefill tokens at PrefillTokensPerSec (none when that is 0).
+func (e *engine) stepDuration(prefill, decoding int) time.Duration {
+	cfg := e.cfg
+	d := cfg.DecodeStepBase + time.Duration(decoding)*cfg.DecodeStepPerSeq
+	if cfg.PrefillTokensPerSec > 0 && prefill > 0 {
+		d += time.Duration(float64(prefill) / cfg.PrefillTokensPerSec * float64(time.Second))
+	}
+	return d
 }
 
 // preempt sends a running sequence (the newest) back to the head of the queue, freeing its

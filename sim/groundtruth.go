@@ -60,6 +60,12 @@ type GroundTruth struct {
 	Faults []string `json:"faults"`
 }
 
+// addChunk records one socket write that began at start (unix ns) and has just ended.
+func (g *GroundTruth) addChunk(start int64) {
+	g.ChunkStartNs = append(g.ChunkStartNs, start)
+	g.ChunkNs = append(g.ChunkNs, nowNs())
+}
+
 // gtWriter appends GroundTruth lines to a file, one flushed line per request. Lines are
 // encoded and written by one goroutine of its own, so that recording a request never delays
 // the end of its response (net/http writes the chunked body's terminator only when the

@@ -14,8 +14,9 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// Bucket boundaries of vLLM V1's histograms (vllm/v1/metrics/loggers.py, as in the vLLM
-// 0.30 capture under shared/fixtures/stormlog/vllm/).
+// Bucket boundaries of vLLM V1's histograms, exactly as a real vLLM 0.30 /metrics page shows
+// them (testdata/q05_c08_metrics_post.txt; TestMetricsMatchVLLMCapture compares them). The
+// token-count histograms use buckets125(MaxModelLen) instead.
 var (
 	ttftBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
 		1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560}
@@ -45,8 +46,9 @@ func buckets125(max int) []float64 {
 	}
 }
 
-// successReasons are the finished_reason label values of vllm:request_success_total
-// (FinishReason in vllm/v1/engine/__init__.py), in vLLM's order.
+// successReasons are the finished_reason label values of vllm:request_success_total: one per
+// finish reason vLLM V1 knows, in vLLM's order. Every one is exposed at zero from the start,
+// as vLLM does; the simulator only ever counts stop, length and error.
 var successReasons = []string{"stop", "length", "abort", "error", "repetition"}
 
 // engineMetrics holds one engine's series, children bound to {model_name, engine}.
@@ -99,10 +101,42 @@ type metricSet struct {
 	httpReqs  *prometheus.CounterVec
 }
 
-// newMetricSet builds the registry for engines (read by the gauge collector) at start.
+// newMetricSet builds the registry for engines (read by the gauge collector) at start: vLLM's
+// families, each engine's children bound to {model_name, engine}, http_requests_total, and
+// the gauges read at scrape time.
 func newMetricSet(cfg *Config, engines []*engine, start time.Time) *metricSet {
 	reg := prometheus.NewRegistry()
 	ms := &metricSet{reg: reg, startTime: start}
+	vecs := newVLLMVecs(reg, cfg)
+	for i := 0; i < cfg.Engines; i++ {
+		ms.engines = append(ms.engines, vecs.bind(cfg.Model, itoa(i)))
+	}
+	ms.httpReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "http_requests_total",
+		Help: "Total number of requests by method, status and handler.",
+	}, []string{"handler", "method", "status"})
+	reg.MustRegister(ms.httpReqs)
+	reg.MustRegister(&gaugeCollector{cfg: cfg, engines: engines, start: start})
+	return ms
+}
+
+// vllmVecs are vLLM's counter and histogram families of one metric set, labelled
+// {model_name, engine} (plus source or finished_reason where vLLM has them).
+type vllmVecs struct {
+	zero                                   []*prometheus.CounterVec // present at zero, never moved
+	prefixQueries, prefixHits, preemptions *prometheus.CounterVec
+	promptTokens, promptBySource           *prometheus.CounterVec
+	promptCached, genTokens, success       *prometheus.CounterVec
+
+	prompt, gen, iter, maxGen, paramsN, paramsMaxTokens *prometheus.HistogramVec
+	ttft, itl, tpot, e2e                                *prometheus.HistogramVec
+	queue, inference, prefill, decode                   *prometheus.HistogramVec
+	numPreemptions, prefillKVComputed                   *prometheus.HistogramVec
+}
+
+// newVLLMVecs registers vLLM's counter and histogram families on reg, with vLLM's names, help
+// texts and buckets (the token-count ones the 1-2-5 series up to cfg.MaxModelLen).
+func newVLLMVecs(reg *prometheus.Registry, cfg *Config) *vllmVecs {
 	labels := []string{"model_name", "engine"}
 	counter := func(name, help string, extra ...string) *prometheus.CounterVec {
 		v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, append(append([]string{}, labels...), extra...))
@@ -114,84 +148,83 @@ func newMetricSet(cfg *Config, engines []*engine, start time.Time) *metricSet {
 		reg.MustRegister(v)
 		return v
 	}
+	v := &vllmVecs{}
 	flops := counter("vllm:estimated_flops_per_gpu_total", "Estimated number of floating point operations per GPU (for Model Flops Utilization calculations).")
 	readB := counter("vllm:estimated_read_bytes_per_gpu_total", "Estimated number of bytes read from memory per GPU (for Model Flops Utilization calculations).")
 	writeB := counter("vllm:estimated_write_bytes_per_gpu_total", "Estimated number of bytes written to memory per GPU (for Model Flops Utilization calculations).")
-	pq := counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.")
-	ph := counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.")
+	v.prefixQueries = counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.")
+	v.prefixHits = counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.")
 	epq := counter("vllm:external_prefix_cache_queries_total", "External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of queried tokens.")
 	eph := counter("vllm:external_prefix_cache_hits_total", "External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of cached tokens.")
 	mmq := counter("vllm:mm_cache_queries_total", "Multi-modal cache queries, in terms of number of queried items.")
 	mmh := counter("vllm:mm_cache_hits_total", "Multi-modal cache hits, in terms of number of cached items.")
-	pre := counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.")
-	pt := counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.")
-	pts := counter("vllm:prompt_tokens_by_source_total", "Number of prompt tokens by source.", "source")
-	ptc := counter("vllm:prompt_tokens_cached_total", "Number of cached prompt tokens (local + external).")
-	gt := counter("vllm:generation_tokens_total", "Number of generation tokens processed.")
-	succ := counter("vllm:request_success_total", "Count of successfully processed requests.", "finished_reason")
+	v.zero = []*prometheus.CounterVec{flops, readB, writeB, epq, eph, mmq, mmh}
+	v.preemptions = counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.")
+	v.promptTokens = counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.")
+	v.promptBySource = counter("vllm:prompt_tokens_by_source_total", "Number of prompt tokens by source.", "source")
+	v.promptCached = counter("vllm:prompt_tokens_cached_total", "Number of cached prompt tokens (local + external).")
+	v.genTokens = counter("vllm:generation_tokens_total", "Number of generation tokens processed.")
+	v.success = counter("vllm:request_success_total", "Count of successfully processed requests.", "finished_reason")
 	tokBuckets := buckets125(cfg.MaxModelLen)
-	hPrompt := hist("vllm:request_prompt_tokens", "Number of prefill tokens processed.", tokBuckets)
-	hGen := hist("vllm:request_generation_tokens", "Number of generation tokens processed.", tokBuckets)
-	hIter := hist("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", iterationTokenBuckets)
-	hMaxGen := hist("vllm:request_max_num_generation_tokens", "Histogram of maximum number of requested generation tokens.", tokBuckets)
-	hN := hist("vllm:request_params_n", "Histogram of the n request parameter.", paramsNBuckets)
-	hMaxTok := hist("vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.", tokBuckets)
-	hTTFT := hist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", ttftBuckets)
-	hITL := hist("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", itlBuckets)
-	hTPOT := hist("vllm:request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.", itlBuckets)
-	hE2E := hist("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", requestLatencyBuckets)
-	hQueue := hist("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", requestLatencyBuckets)
-	hInf := hist("vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.", requestLatencyBuckets)
-	hPrefill := hist("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", requestLatencyBuckets)
-	hDecode := hist("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", requestLatencyBuckets)
-	hPreempt := hist("vllm:request_num_preemptions", "Histogram of the number of times a request was preempted.", preemptionBuckets)
-	hKV := hist("vllm:request_prefill_kv_computed_tokens", "Histogram of new KV tokens computed during prefill (excluding cached tokens).", tokBuckets)
+	v.prompt = hist("vllm:request_prompt_tokens", "Number of prefill tokens processed.", tokBuckets)
+	v.gen = hist("vllm:request_generation_tokens", "Number of generation tokens processed.", tokBuckets)
+	v.iter = hist("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", iterationTokenBuckets)
+	v.maxGen = hist("vllm:request_max_num_generation_tokens", "Histogram of maximum number of requested generation tokens.", tokBuckets)
+	v.paramsN = hist("vllm:request_params_n", "Histogram of the n request parameter.", paramsNBuckets)
+	v.paramsMaxTokens = hist("vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.", tokBuckets)
+	v.ttft = hist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", ttftBuckets)
+	v.itl = hist("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", itlBuckets)
+	v.tpot = hist("vllm:request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.", itlBuckets)
+	v.e2e = hist("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", requestLatencyBuckets)
+	v.queue = hist("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", requestLatencyBuckets)
+	v.inference = hist("vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.", requestLatencyBuckets)
+	v.prefill = hist("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", requestLatencyBuckets)
+	v.decode = hist("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", requestLatencyBuckets)
+	v.numPreemptions = hist("vllm:request_num_preemptions", "Histogram of the number of times a request was preempted.", preemptionBuckets)
+	v.prefillKVComputed = hist("vllm:request_prefill_kv_computed_tokens", "Histogram of new KV tokens computed during prefill (excluding cached tokens).", tokBuckets)
+	return v
+}
 
-	for i := 0; i < cfg.Engines; i++ {
-		l := []string{cfg.Model, itoa(i)}
-		for _, v := range []*prometheus.CounterVec{flops, readB, writeB, epq, eph, mmq, mmh} {
-			v.WithLabelValues(l...) // present at zero, as in vLLM
-		}
-		em := &engineMetrics{
-			prefixQueries:     pq.WithLabelValues(l...),
-			prefixHits:        ph.WithLabelValues(l...),
-			preemptions:       pre.WithLabelValues(l...),
-			promptTokens:      pt.WithLabelValues(l...),
-			genTokens:         gt.WithLabelValues(l...),
-			promptLocal:       pts.WithLabelValues(cfg.Model, l[1], "local_compute"),
-			promptCacheHit:    pts.WithLabelValues(cfg.Model, l[1], "local_cache_hit"),
-			promptExt:         pts.WithLabelValues(cfg.Model, l[1], "external_kv_transfer"),
-			promptCached:      ptc.WithLabelValues(l...),
-			success:           make(map[string]prometheus.Counter, len(successReasons)),
-			promptHist:        hPrompt.WithLabelValues(l...),
-			genHist:           hGen.WithLabelValues(l...),
-			iterTokens:        hIter.WithLabelValues(l...),
-			maxGenHist:        hMaxGen.WithLabelValues(l...),
-			paramsN:           hN.WithLabelValues(l...),
-			paramsMaxTokens:   hMaxTok.WithLabelValues(l...),
-			ttft:              hTTFT.WithLabelValues(l...),
-			itl:               hITL.WithLabelValues(l...),
-			tpot:              hTPOT.WithLabelValues(l...),
-			e2e:               hE2E.WithLabelValues(l...),
-			queue:             hQueue.WithLabelValues(l...),
-			inference:         hInf.WithLabelValues(l...),
-			prefill:           hPrefill.WithLabelValues(l...),
-			decode:            hDecode.WithLabelValues(l...),
-			numPreemptions:    hPreempt.WithLabelValues(l...),
-			prefillKVComputed: hKV.WithLabelValues(l...),
-		}
-		for _, r := range successReasons {
-			em.success[r] = succ.WithLabelValues(cfg.Model, l[1], r)
-		}
-		ms.engines = append(ms.engines, em)
+// bind creates one engine's children of every family: the never-moved counters at zero, as
+// in vLLM, the three prompt-token sources, a success counter per finished_reason, and the
+// rest, returned for the engine to move.
+func (v *vllmVecs) bind(model, engine string) *engineMetrics {
+	l := []string{model, engine}
+	for _, z := range v.zero {
+		z.WithLabelValues(l...)
 	}
-	ms.httpReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "http_requests_total",
-		Help: "Total number of requests by method, status and handler.",
-	}, []string{"handler", "method", "status"})
-	reg.MustRegister(ms.httpReqs)
-	reg.MustRegister(&gaugeCollector{cfg: cfg, engines: engines, start: start})
-	return ms
+	em := &engineMetrics{
+		prefixQueries:     v.prefixQueries.WithLabelValues(l...),
+		prefixHits:        v.prefixHits.WithLabelValues(l...),
+		preemptions:       v.preemptions.WithLabelValues(l...),
+		promptTokens:      v.promptTokens.WithLabelValues(l...),
+		genTokens:         v.genTokens.WithLabelValues(l...),
+		promptLocal:       v.promptBySource.WithLabelValues(model, engine, "local_compute"),
+		promptCacheHit:    v.promptBySource.WithLabelValues(model, engine, "local_cache_hit"),
+		promptExt:         v.promptBySource.WithLabelValues(model, engine, "external_kv_transfer"),
+		promptCached:      v.promptCached.WithLabelValues(l...),
+		success:           make(map[string]prometheus.Counter, len(successReasons)),
+		promptHist:        v.prompt.WithLabelValues(l...),
+		genHist:           v.gen.WithLabelValues(l...),
+		iterTokens:        v.iter.WithLabelValues(l...),
+		maxGenHist:        v.maxGen.WithLabelValues(l...),
+		paramsN:           v.paramsN.WithLabelValues(l...),
+		paramsMaxTokens:   v.paramsMaxTokens.WithLabelValues(l...),
+		ttft:              v.ttft.WithLabelValues(l...),
+		itl:               v.itl.WithLabelValues(l...),
+		tpot:              v.tpot.WithLabelValues(l...),
+		e2e:               v.e2e.WithLabelValues(l...),
+		queue:             v.queue.WithLabelValues(l...),
+		inference:         v.inference.WithLabelValues(l...),
+		prefill:           v.prefill.WithLabelValues(l...),
+		decode:            v.decode.WithLabelValues(l...),
+		numPreemptions:    v.numPreemptions.WithLabelValues(l...),
+		prefillKVComputed: v.prefillKVComputed.WithLabelValues(l...),
+	}
+	for _, r := range successReasons {
+		em.success[r] = v.success.WithLabelValues(model, engine, r)
+	}
+	return em
 }
 
 // gaugeCollector exposes the scheduler gauges read from the engines at scrape time, plus

@@ -11,7 +11,8 @@ import (
 	"strconv"
 )
 
-// apiError is an OpenAI-style error as vLLM (≥ PR #22099) sends it: the whole body of a
+// apiError is an OpenAI-style error as vLLM ≥ 0.10.1 sends it, nested under "error" (older
+// vLLM sent the same fields flat, beside "object": "error"): the whole body of a
 // non-streamed error with HTTP status = code, or the payload of an in-stream error event.
 type apiError struct {
 	status int
@@ -94,71 +95,37 @@ type chatRequest struct {
 	bodyID       string   // the vLLM "request_id" body extension
 }
 
+// badParam is a 400 BadRequestError about one request field (param).
+func badParam(param, format string, args ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, typ: "BadRequestError", msg: fmt.Sprintf(format, args...), param: param}
+}
+
 // decodeChatRequest parses and validates a POST /v1/chat/completions body against cfg. Errors
 // are 400 BadRequestError for malformed or invalid bodies (vLLM answers validation errors
-// with 400) and 404 NotFoundError for an unknown model.
+// with 400) and 404 NotFoundError for an unknown model. The checks run in a fixed order (the
+// JSON, the messages, the options, the token limits, the contents, the model, then the
+// context length) and the first that fails is the answer.
 func decodeChatRequest(body []byte, cfg *Config) (*chatRequest, *apiError) {
-	var w wireRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&w); err != nil {
-		return nil, badRequest("invalid JSON body: %v", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, badRequest("invalid JSON body: data after the top-level object")
+	w, aerr := parseWireRequest(body)
+	if aerr != nil {
+		return nil, aerr
 	}
 	if len(w.Messages) == 0 {
-		return nil, &apiError{status: 400, typ: "BadRequestError", msg: "messages: at least one message is required", param: "messages"}
+		return nil, badParam("messages", "messages: at least one message is required")
 	}
 	r := &chatRequest{model: cfg.Model, temperature: 1, topP: 1}
-	if w.Stream != nil {
-		r.stream = *w.Stream
+	if aerr := r.applyOptions(w); aerr != nil {
+		return nil, aerr
 	}
-	if w.StreamOptions != nil && w.StreamOptions.IncludeUsage != nil {
-		if !r.stream {
-			return nil, badRequest("Stream options can only be defined when `stream=True`.")
-		}
-		r.includeUsage = *w.StreamOptions.IncludeUsage
-	}
-	if w.IgnoreEOS != nil {
-		r.ignoreEOS = *w.IgnoreEOS
-	}
-	if w.N != nil && *w.N != 1 {
-		return nil, &apiError{status: 400, typ: "BadRequestError", msg: fmt.Sprintf("n must be 1 in the simulator, got %d", *w.N), param: "n"}
-	}
-	if w.Temperature != nil {
-		if t := *w.Temperature; !(t >= 0) || t > 100 {
-			return nil, &apiError{status: 400, typ: "BadRequestError", msg: fmt.Sprintf("temperature must be non-negative, got %v.", t), param: "temperature"}
-		}
-		r.temperature = *w.Temperature
-	}
-	if w.TopP != nil {
-		if p := *w.TopP; !(p > 0 && p <= 1) {
-			return nil, &apiError{status: 400, typ: "BadRequestError", msg: fmt.Sprintf("top_p must be in (0, 1], got %v.", p), param: "top_p"}
-		}
-		r.topP = *w.TopP
-	}
-	if w.RequestID != nil {
-		r.bodyID = *w.RequestID
-	}
-	// max_completion_tokens wins over the deprecated max_tokens, as in vLLM.
-	var requested int64
-	switch {
-	case w.MaxCompletionTokens != nil:
-		requested = *w.MaxCompletionTokens
-		if requested < 1 {
-			return nil, &apiError{status: 400, typ: "BadRequestError", msg: fmt.Sprintf("max_completion_tokens must be at least 1, got %d.", requested), param: "max_completion_tokens"}
-		}
-	case w.MaxTokens != nil:
-		requested = *w.MaxTokens
-		if requested < 1 {
-			return nil, &apiError{status: 400, typ: "BadRequestError", msg: fmt.Sprintf("max_tokens must be at least 1, got %d.", requested), param: "max_tokens"}
-		}
+	requested, aerr := requestedMaxTokens(w)
+	if aerr != nil {
+		return nil, aerr
 	}
 	scan := newPromptScanner(cfg.BlockSize, cfg.EnablePrefixCaching)
 	for i, m := range w.Messages {
 		scan.marker(m.Role)
 		if err := scanContent(&scan, m.Content); err != nil {
-			return nil, &apiError{status: 400, typ: "BadRequestError", msg: fmt.Sprintf("messages[%d].content: %v", i, err), param: "messages"}
+			return nil, badParam("messages", "messages[%d].content: %v", i, err)
 		}
 	}
 	if w.Model != nil && *w.Model != cfg.Model {
@@ -167,26 +134,105 @@ func decodeChatRequest(body []byte, cfg *Config) (*chatRequest, *apiError) {
 	r.promptTokens = scan.words
 	r.hashes = scan.hashes
 	if r.promptTokens == 0 {
-		return nil, &apiError{status: 400, typ: "BadRequestError", msg: "the prompt is empty: the simulator counts prompt tokens as whitespace-separated words of the message contents and needs at least one", param: "messages"}
+		return nil, badParam("messages", "the prompt is empty: the simulator counts prompt tokens as whitespace-separated words of the message contents and needs at least one")
 	}
-	if r.promptTokens >= cfg.MaxModelLen {
-		return nil, badRequest("This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", cfg.MaxModelLen, r.promptTokens)
+	if r.maxTokens, aerr = effectiveMaxTokens(cfg, r.promptTokens, requested); aerr != nil {
+		return nil, aerr
 	}
-	room := int64(cfg.MaxModelLen - r.promptTokens)
+	return r, nil
+}
+
+// parseWireRequest decodes a body that must be exactly one JSON object (only white space
+// after it).
+func parseWireRequest(body []byte) (*wireRequest, *apiError) {
+	var w wireRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&w); err != nil {
+		return nil, badRequest("invalid JSON body: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, badRequest("invalid JSON body: data after the top-level object")
+	}
+	return &w, nil
+}
+
+// applyOptions copies the stream and sampling options of w into r, rejecting
+// stream_options without stream=true, n other than 1, a temperature outside [0, 100] and
+// a top_p outside (0, 1]; absent options keep r's defaults.
+func (r *chatRequest) applyOptions(w *wireRequest) *apiError {
+	if w.Stream != nil {
+		r.stream = *w.Stream
+	}
+	if w.StreamOptions != nil && w.StreamOptions.IncludeUsage != nil {
+		if !r.stream {
+			return badRequest("Stream options can only be defined when `stream=True`.")
+		}
+		r.includeUsage = *w.StreamOptions.IncludeUsage
+	}
+	if w.IgnoreEOS != nil {
+		r.ignoreEOS = *w.IgnoreEOS
+	}
+	if w.N != nil && *w.N != 1 {
+		return badParam("n", "n must be 1 in the simulator, got %d", *w.N)
+	}
+	if w.Temperature != nil {
+		if t := *w.Temperature; !(t >= 0) || t > 100 {
+			return badParam("temperature", "temperature must be non-negative, got %v.", t)
+		}
+		r.temperature = *w.Temperature
+	}
+	if w.TopP != nil {
+		if p := *w.TopP; !(p > 0 && p <= 1) {
+			return badParam("top_p", "top_p must be in (0, 1], got %v.", p)
+		}
+		r.topP = *w.TopP
+	}
+	if w.RequestID != nil {
+		r.bodyID = *w.RequestID
+	}
+	return nil
+}
+
+// requestedMaxTokens is the completion limit the request asks for, 0 when it sets none:
+// max_completion_tokens wins over the deprecated max_tokens, as in vLLM, and must be ≥ 1.
+func requestedMaxTokens(w *wireRequest) (int64, *apiError) {
+	switch {
+	case w.MaxCompletionTokens != nil:
+		if n := *w.MaxCompletionTokens; n < 1 {
+			return 0, badParam("max_completion_tokens", "max_completion_tokens must be at least 1, got %d.", n)
+		}
+		return *w.MaxCompletionTokens, nil
+	case w.MaxTokens != nil:
+		if n := *w.MaxTokens; n < 1 {
+			return 0, badParam("max_tokens", "max_tokens must be at least 1, got %d.", n)
+		}
+		return *w.MaxTokens, nil
+	}
+	return 0, nil
+}
+
+// effectiveMaxTokens is the max_tokens in effect for a prompt of promptTokens: the prompt
+// must leave room in MaxModelLen; none requested (0) takes the room left, capped by
+// DefaultMaxTokens when set (vLLM's rule is the room alone); more than the room is a 400,
+// with vLLM's message. The result is capped at MaxInt32.
+func effectiveMaxTokens(cfg *Config, promptTokens int, requested int64) (int, *apiError) {
+	if promptTokens >= cfg.MaxModelLen {
+		return 0, badRequest("This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", cfg.MaxModelLen, promptTokens)
+	}
+	room := int64(cfg.MaxModelLen - promptTokens)
 	if requested == 0 {
 		requested = room
 		if cfg.DefaultMaxTokens > 0 && int64(cfg.DefaultMaxTokens) < room {
 			requested = int64(cfg.DefaultMaxTokens)
 		}
 	} else if requested > room {
-		return nil, badRequest("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
-			cfg.MaxModelLen, int64(r.promptTokens)+requested, r.promptTokens, requested)
+		return 0, badRequest("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
+			cfg.MaxModelLen, int64(promptTokens)+requested, promptTokens, requested)
 	}
 	if requested > math.MaxInt32 {
 		requested = math.MaxInt32
 	}
-	r.maxTokens = int(requested)
-	return r, nil
+	return int(requested), nil
 }
 
 // scanContent feeds a message content (absent/null, a string, or an array of parts) to the

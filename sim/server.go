@@ -180,6 +180,24 @@ func (s *Server) Close() error {
 // (no receiver listening, for instance): the server itself stopped cleanly.
 var ErrSpanExport = errors.New("span export")
 
+// SpanExportOnly reports whether err, an error of Close, concerns only spans the exporter
+// could not deliver: an ErrSpanExport error, or a join (at any depth) of nothing else. The
+// server itself then stopped cleanly, and a caller may report err as a warning: spans are
+// best effort, as vLLM's are.
+func SpanExportOnly(err error) bool {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok || len(j.Unwrap()) == 0 || j.Unwrap()[0] == ErrSpanExport {
+		// A plain error, or the span error itself ("span export: <cause>").
+		return errors.Is(err, ErrSpanExport)
+	}
+	for _, e := range j.Unwrap() {
+		if !SpanExportOnly(e) {
+			return false
+		}
+	}
+	return true
+}
+
 func (s *Server) shutdownTracing() error {
 	if s.tp == nil {
 		return nil
@@ -331,8 +349,9 @@ func (s *Server) handleProfile(w http.ResponseWriter, r *http.Request) {
 	s.countHTTP(r.URL.Path, r.Method, http.StatusOK)
 }
 
-// newID returns a generated request id: 16 hex characters, as vLLM's random_uuid since
-// PR #29375, drawn from the seeded generator in arrival order.
+// newID returns a generated request id: 16 hex characters, the form of the ids vLLM
+// generates itself since late 2025 (random_uuid; 32 hex characters before), drawn from the
+// seeded generator in arrival order.
 func (s *Server) newID() string {
 	s.idMu.Lock()
 	v := s.idRNG.Uint64()

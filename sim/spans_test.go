@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -308,4 +309,23 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// A Close error is span-only when it is the span-export error itself, or a join (at any
+// depth) of nothing else.
+func TestSpanExportOnly(t *testing.T) {
+	span := fmt.Errorf("%w: %w", ErrSpanExport, context.DeadlineExceeded)
+	other := errors.New("ground truth: disk full")
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{span, true}, {errors.Join(span), true}, {errors.Join(errors.Join(span), span), true},
+		{errors.Join(span, other), false}, {other, false}, {errors.Join(other), false},
+		{errors.Join(errors.Join(span, other)), false},
+	} {
+		if got := SpanExportOnly(c.err); got != c.want {
+			t.Errorf("SpanExportOnly(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -30,35 +29,20 @@ OTLP spans, X-Request-Id and traceparent handling, and injectable faults.
 Prompt tokens are whitespace-separated words of the message contents; every generated
 token is one word. The listen URL is printed on stderr; SIGINT/SIGTERM stop it.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := cfg.Validate(); err != nil {
-				return usageErrorf("%v", err)
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			srv, err := sim.Start(ctx, cfg, listen)
-			if err != nil {
-				return usageErrorf("%v", err)
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "inferprobe sim: serving model %q on %s (engines=%d)\n", cfg.Model, srv.URL(), cfg.Engines)
-			<-ctx.Done()
-			fmt.Fprintln(cmd.ErrOrStderr(), "inferprobe sim: shutting down")
-			if err := srv.Close(); err != nil {
-				if onlySpanExport(err) {
-					// Spans are best effort, as vLLM's are: the server itself stopped cleanly.
-					fmt.Fprintf(cmd.ErrOrStderr(), "Warning: %v\n", err)
-					return nil
-				}
-				return withCode(exitUnexpected, err)
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSim(cmd, cfg, listen) },
 	}
 	if cmd.Context() == nil {
 		cmd.SetContext(context.Background())
 	}
+	addSimFlags(cmd, &cfg, &listen)
+	return cmd
+}
+
+// addSimFlags binds every flag of `inferprobe sim`: --listen to listen, each other flag to
+// its field of cfg.
+func addSimFlags(cmd *cobra.Command, cfg *sim.Config, listen *string) {
 	f := cmd.Flags()
-	f.StringVar(&listen, "listen", listen, "address to listen on (host:port; port 0 picks a free one)")
+	f.StringVar(listen, "listen", *listen, "address to listen on (host:port; port 0 picks a free one)")
 	f.StringVar(&cfg.Model, "model", cfg.Model, "served model name (requests naming another model get 404)")
 	f.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of every random draw (outputs, early stops, faults, ids)")
 	f.IntVar(&cfg.Engines, "engines", cfg.Engines, "independent engines (engine label 0..N-1), requests assigned round-robin")
@@ -94,20 +78,34 @@ token is one word. The listen URL is printed on stderr; SIGINT/SIGTERM stop it.`
 	f.Float64Var(&cfg.Faults.MetricsHTML, "fault-metrics-html", 0, "fraction of /metrics scrapes answered with an HTML page")
 	f.DurationVar(&cfg.Faults.RestartAt, "fault-restart-at", 0, "restart the engines once this long after start (counters start again)")
 	f.DurationVar(&cfg.Faults.RestartDowntime, "fault-restart-downtime", 0, "after the restart, /health and chat answer 503 this long")
-	return cmd
 }
 
-// onlySpanExport reports whether err is a span-export error, or a join of nothing else.
-func onlySpanExport(err error) bool {
-	j, ok := err.(interface{ Unwrap() []error })
-	if !ok || len(j.Unwrap()) == 0 || j.Unwrap()[0] == sim.ErrSpanExport {
-		// A plain error, or the span error itself ("span export: <cause>").
-		return errors.Is(err, sim.ErrSpanExport)
+// runSim serves cfg on listen until SIGINT or SIGTERM (or the command's context ends). An
+// invalid config or an unusable listen address is a usage error; an error closing the
+// server is unexpected, unless it only concerns undelivered spans: then it is a warning.
+func runSim(cmd *cobra.Command, cfg sim.Config, listen string) error {
+	if err := cfg.Validate(); err != nil {
+		return usageErrorf("%v", err)
 	}
-	for _, e := range j.Unwrap() {
-		if !onlySpanExport(e) {
-			return false
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv, err := sim.Start(ctx, cfg, listen)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "inferprobe sim: serving model %q on %s (engines=%d)\n", cfg.Model, srv.URL(), cfg.Engines)
+	<-ctx.Done()
+	fmt.Fprintln(cmd.ErrOrStderr(), "inferprobe sim: shutting down")
+	if err := srv.Close(); err != nil {
+		if onlySpanExport(err) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "Warning: %v\n", err)
+			return nil
 		}
+		return withCode(exitUnexpected, err)
 	}
-	return true
+	return nil
 }
+
+// onlySpanExport reports whether a Close error concerns only undelivered spans
+// (sim.SpanExportOnly).
+func onlySpanExport(err error) bool { return sim.SpanExportOnly(err) }
