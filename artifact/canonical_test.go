@@ -9,7 +9,7 @@ import (
 
 // The expected texts and digests below were produced by CPython 3's
 // json.dumps(sort_keys=True, separators=(",", ":")) after turning integral
-// floats into ints — the upstream digest recipe (stormlog slo.py/workload.py).
+// floats into ints — Stormlog's recipe for its SLO and workload digests.
 const (
 	pySLOCanonical = `{"attainment_target":null,"criteria":[{"boundary":"client","max_ms":500,"metric":"ttft"}],"format":"stormlog.infer.slo","interval":{"kind":"measured_window"},"name":"cli","population":"offered","unknown_policy":"bounds","version":1}`
 	pySLODigest500 = "cf9c963cd41e61828593dd6b923b48b8676ff13525d1dc55480dbaf71003bb03"
@@ -57,7 +57,8 @@ func TestCanonicalMatchesPythonRecipe(t *testing.T) {
 	}
 }
 
-// stormlog.md §5 item 43: digest equal for 500 vs 500.0, different for 501.
+// An integral float digests as the integer: 500, 500.0 and a raw 500.000 give one digest,
+// 501 another.
 func TestDigestIntegralFloatsEqualIntegers(t *testing.T) {
 	d500, err := Digest(sloDoc(500))
 	if err != nil {

@@ -2,8 +2,8 @@
 // (event_type + schema_version), a durable single-goroutine writer, and a
 // streaming reader.
 //
-// The record names and fields follow the Stormlog inference contract
-// (shared/research/stormlog.md §2.5; seed "stormlog-inference-profiling.txt"):
+// The record names and fields are those of Stormlog's `infer` JSONL artifact,
+// whose rules are:
 //
 //   - one JSON object per line, discriminated by "event_type" and
 //     "schema_version" (the same event_type can mean different records in

@@ -54,8 +54,8 @@ func hostIdentity(hostname func() (string, error), readFile func(string) ([]byte
 	return h
 }
 
-// ClockDomain names a wall clock (seed "Timestamps are joined through clock
-// domains"): "{host}/{boot_id}/unix_epoch_ns", or "{host}/unix_epoch_ns"
+// ClockDomain names a wall clock, one boot of one host (hostnames can repeat
+// across machines): "{host}/{boot_id}/unix_epoch_ns", or "{host}/unix_epoch_ns"
 // when there is no boot id — a name that never counts as a shared clock,
 // even when both sides' hostnames are equal.
 func ClockDomain(host string, bootID *string) string {
@@ -68,8 +68,8 @@ func ClockDomain(host string, bootID *string) string {
 // Redacted marks what RedactURL removed.
 const Redacted = "<redacted>"
 
-// RedactURL returns a URL as it may be recorded (seed "Workload record": "the
-// reset URL is recorded without its credentials or query string"): the user
+// RedactURL returns a URL as it may be recorded — never with its credentials or
+// query string, as the workload record requires of the cache reset URL: the user
 // information and fragment are dropped, and a query string, which can carry
 // a key, is replaced by "?<redacted>". Scheme, host, port and path are kept.
 // "" stays ""; text that does not parse as a URL, or an opaque URL

@@ -22,8 +22,8 @@ func (k Kind) String() string {
 	return fmt.Sprintf("%s v%d", k.EventType, k.SchemaVersion)
 }
 
-// Event types and schema versions of the artifact's records (stormlog.md
-// §2.5). The Kind* variables pair them; the reader decodes the kinds that
+// Event types and schema versions of the artifact's records. The Kind* variables
+// pair them; the reader decodes the kinds that
 // have a Go type here and keeps every other one as *Raw.
 const (
 	EventSession                 = "infer.session"
@@ -72,9 +72,10 @@ var (
 	KindVLLMSpan        = Kind{EventVLLMSpan, VLLMSpanSchemaVersion}
 	KindTelemetrySample = Kind{EventTelemetrySample, TelemetrySampleSchemaVersion}
 	KindSystemSample    = Kind{EventSystemSample, SystemSampleSchemaVersion}
-	// KindRequestV2 is the correlation-model infer.request (stormlog.md §2.5,
-	// inference_correlation_v2.schema.json). The reader keeps it as *Raw; it
-	// is never decoded as a client Request.
+	// KindRequestV2 is the correlation-model infer.request: the client request's
+	// event_type with schema_version 2 and other fields (context, request_ref,
+	// start_ns, end_ns, …). The reader keeps it as *Raw; it is never decoded as
+	// a client Request.
 	KindRequestV2 = Kind{EventRequest, 2}
 )
 

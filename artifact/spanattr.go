@@ -6,7 +6,7 @@ package artifact
 // exporter and analysis read. Latencies are float seconds, counts integers.
 
 // RequestSpanName is the name of vLLM's per-request span (kind SERVER, start = arrival,
-// end = finish); only these spans are joined to requests (stormlog.md §4.4).
+// end = finish); only spans of this name are joined to requests.
 const RequestSpanName = "llm_request"
 
 // Attribute keys of the llm_request span.

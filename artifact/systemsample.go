@@ -1,7 +1,7 @@
 package artifact
 
-// SystemSample is an infer.system_sample v1 record: one client-local reading (stormlog.md
-// §2.5). Device fields are null when no device was read; it is never server memory.
+// SystemSample is an infer.system_sample v1 record: one client-local reading. Device fields
+// are null when no device was read; it is never server memory.
 type SystemSample struct {
 	SessionID             string         `json:"session_id"`
 	TimestampNS           int64          `json:"timestamp_ns"`

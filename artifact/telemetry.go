@@ -71,9 +71,9 @@ func MetricScope(metric string) (scope, owner string, ok bool) {
 
 // TelemetrySample is the infer.telemetry_sample v1 record: one reading of
 // one server-side memory counter, written by `inferprobe collect-server`
-// (stormlog.md §2.5, inference_telemetry_v1.schema.json). Field names are
-// the schema's. Times are Unix epoch nanoseconds in ClockDomain; values are
-// bytes. The semantic checks of the schema (enums, the value/state rule,
+// in the format of Stormlog's inference_telemetry_v1 JSON Schema, whose
+// field names it keeps. Times are Unix epoch nanoseconds in ClockDomain;
+// values are bytes. The semantic checks of the schema (enums, the value/state rule,
 // the metric→scope/owner rule) belong to the join package, which reads
 // these files.
 type TelemetrySample struct {

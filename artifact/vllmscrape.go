@@ -8,8 +8,8 @@ import (
 	"strconv"
 )
 
-// Scrape markers (stormlog.md §2.5 infer.vllm_scrape "marker", §4.1): where in
-// a phase a scrape was taken.
+// Scrape markers, the infer.vllm_scrape "marker" field: where in a phase a
+// scrape was taken.
 const (
 	// ScrapeMarkerPhaseStart is the scrape just before a phase's first send.
 	ScrapeMarkerPhaseStart = "phase_start"
@@ -43,8 +43,8 @@ func ValidScrapeMarker(m string) bool {
 
 // VLLMScrape is the infer.vllm_scrape v1 record: one GET of vLLM's
 // /metrics, stamped on the client clock, kept whole in compact form
-// (stormlog.md §2.5; fixtures/stormlog/schemas/inference_vllm_v1.schema.json,
-// whose "scrape" definition allows no other field). A failed scrape has
+// (Stormlog's inference_vllm_v1 JSON Schema allows no field beyond these
+// and requires every one but completed_at_ns). A failed scrape has
 // Status "error", an Error and null Scrape and ScrapeDiscovery; a successful one
 // has Status "ok", a null Error, and both.
 //
@@ -161,8 +161,8 @@ func VLLMScrapes(a *Artifact) ([]VLLMScrape, error) {
 	return out, nil
 }
 
-// ScrapeSeries is one scrape with every series kept (stormlog.md §4.1 "stored
-// compactly"): Families maps each family's exposed name to its # TYPE
+// ScrapeSeries is one scrape with every series kept, in compact form:
+// Families maps each family's exposed name to its # TYPE
 // ("counter", "gauge", "histogram", "summary", "untyped"); LabelSets maps a
 // label-set id ("0", "1", …) to its labels, shared by every family that uses
 // the set (a histogram's sets exclude "le"); Values maps a family to
@@ -339,9 +339,9 @@ func (b *SeriesBucket) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// ScrapeDiscovery is what one scrape exposes measured against the catalogue
-// (stormlog.md §2.5 "discovery", §4.2). Name lists are sorted exposed family
-// names and are never null.
+// ScrapeDiscovery is the record's "discovery": what one scrape exposes
+// measured against the catalogue of vLLM metric families. Name lists are
+// sorted exposed family names and are never null.
 type ScrapeDiscovery struct {
 	// VerifiedVLLMVersion is the vLLM version the catalogue was checked
 	// against (VerifiedVersion).

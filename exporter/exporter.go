@@ -3,7 +3,7 @@
 // judgement of each finished run (SLO outcomes, attainment and goodput bounds, span-join
 // coverage), the span receiver's counters and the vLLM scrape health of each target.
 //
-// Conventions (DESIGN.md "Prometheus names"): one registry per Exporter, never the global one;
+// Conventions: one registry per Exporter, never the global one;
 // every name starts with inferprobe_, uses base units (seconds, ratios) and ends in _total for
 // counters; labels are target, model, probe, case (and slo, status, outcome, bound where they
 // say so) — request and trace ids appear only in exemplars (request_id = the X-Request-Id

@@ -15,9 +15,10 @@ const maxRequestIDLen = 4096
 //   - chat: "chatcmpl-<X>" → X; a multi-conversation batch sub-request
 //     "chatcmpl-<X>_<i>" → X also (after X_<i>);
 //   - completions: "cmpl-<X>-<i>" (i = prompt index) → X first, then X-<i>;
-//   - the internal uniquifying suffix "<external>-<8 hex>" (PR #27987) →
-//     also tried without it (after the literal form);
-//   - parallel sampling children before PR #27987, "<i>_chatcmpl-<X>" →
+//   - the internal uniquifying suffix "<external>-<8 hex>" that vLLM adds
+//     since 2025-12-23 → also tried without it (after the literal form);
+//   - parallel sampling (n>1) children of vLLM before 2025-12-23, which
+//     reported the child id "<i>_chatcmpl-<X>" →
 //     the leading "<i>_" is stripped;
 //   - any other value (no vLLM prefix) → the value itself.
 //

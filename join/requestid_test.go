@@ -25,7 +25,7 @@ func TestCandidateRequestIDs(t *testing.T) {
 		// internal uniquifying suffix <external>-<8 hex>
 		{"chatcmpl-abc-1a2b3c4d", []string{"abc-1a2b3c4d", "abc"}, "abc-1a2b3c4d"},
 		{"cmpl-abc-0-deadbeef", []string{"abc-0-deadbeef", "abc", "abc-0"}, "abc-0-deadbeef"},
-		// n>1 children before PR #27987: <i>_chatcmpl-<X>
+		// n>1 children of vLLM before 2025-12-23: <i>_chatcmpl-<X>
 		{"1_chatcmpl-abc", []string{"abc", "1_chatcmpl-abc"}, "abc"},
 		{"12_cmpl-abc-0", []string{"abc", "abc-0", "12_cmpl-abc-0"}, "abc"},
 		// a bare id (random server id, other servers) is its own candidate

@@ -15,8 +15,8 @@ import (
 	"time"
 )
 
-// fixture reads a capture of a real OpenAI-compatible server (Ollama v0.17.4; see
-// ../../../shared/fixtures/ollama/README.md), copied into testdata.
+// fixture reads a capture of a real OpenAI-compatible server (Ollama v0.17.4, CPU only,
+// a tiny random-weight model, taken with curl -N), copied into testdata.
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))

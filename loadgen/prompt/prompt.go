@@ -1,8 +1,7 @@
 // Package prompt builds the synthetic prompts of a load test, sized to a token target, with
 // controlled prefix sharing, deterministically from the seed.
 //
-// The contract is stormlog's `infer profile` ("Prompts and prefix sharing" in
-// shared/seeds/stormlog-inference-profiling.txt; shared/research/stormlog.md §2.1, §2.5):
+// The contract is stormlog's `infer profile --prompt-mode`:
 //
 //   - repeat: one prompt for the whole case, warmup included; cases with the same input
 //     length (and seed) send the same text.

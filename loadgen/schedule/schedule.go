@@ -1,8 +1,7 @@
 // Package schedule builds open-loop arrival schedules and paces dispatch against them.
 //
-// The contract is stormlog's `infer profile` (shared/seeds/stormlog-inference-profiling.txt,
-// "Arrivals" and "Measured window and drain"; shared/research/stormlog.md §2.1 and §5 items
-// 1–10). In the open-loop modes the schedule is fixed before a phase starts and the first
+// The contract is stormlog's `infer profile --arrival` (closed, fixed-rate, poisson, burst,
+// replay). In the open-loop modes the schedule is fixed before a phase starts and the first
 // arrival is at offset 0. A phase schedules at most MaxArrivals arrivals. A request count
 // caps the number of arrivals, a duration keeps the arrivals before the window closes, and a
 // replay with neither sends the whole trace. A closed loop has no schedule.
@@ -66,8 +65,8 @@ type Spec struct {
 	Trace         []time.Duration
 }
 
-// Validate checks that the fields of spec match its mode, with the contract's rules
-// (§5 item 5): unknown mode, a missing or non-positive or infinite rate, a burst without
+// Validate checks that the fields of spec match its mode, with the contract's rules:
+// unknown mode, a missing or non-positive or infinite rate, a burst without
 // size or interval, a replay without a trace, and any field given to a mode that does not
 // take it are errors.
 func (s Spec) Validate() error {

@@ -31,7 +31,7 @@ func TestBuildTable(t *testing.T) {
 		want     []time.Duration
 		endpoint *time.Duration
 	}{
-		// §5 item 1: fixed-rate 4/s, count 4 → [0, .25, .5, .75]; duration 1 s gives the same four.
+		// Fixed-rate 4/s, count 4 → [0, .25, .5, .75]; duration 1 s gives the same four.
 		{"fixed count", Spec{Mode: FixedRate, Rate: 4}, 4, 0, durs(0, 250, 500, 750), dptr(time.Second)},
 		{"fixed duration", Spec{Mode: FixedRate, Rate: 4}, 0, time.Second, durs(0, 250, 500, 750), dptr(time.Second)},
 		// Contract: two requests at 10/s span 0.2 s (one whole slot after the last arrival).
@@ -41,12 +41,12 @@ func TestBuildTable(t *testing.T) {
 		// Both bounds: the count stops first → its slot end; the window stops first → duration.
 		{"fixed count before window", Spec{Mode: FixedRate, Rate: 10}, 3, 10 * time.Second, durs(0, 100, 200), dptr(300 * time.Millisecond)},
 		{"fixed window before count", Spec{Mode: FixedRate, Rate: 10}, 100, 250 * time.Millisecond, durs(0, 100, 200), dptr(250 * time.Millisecond)},
-		// §5 item 3: burst size 3 / interval 2 s, count 7 → [0,0,0,2,2,2,4]; duration 4 s → 6 arrivals.
+		// Burst size 3 / interval 2 s, count 7 → [0,0,0,2,2,2,4]; duration 4 s → 6 arrivals.
 		{"burst count partial", Spec{Mode: Burst, BurstSize: 3, BurstInterval: 2 * time.Second}, 7, 0, durs(0, 0, 0, 2000, 2000, 2000, 4000), dptr(6 * time.Second)},
 		{"burst count whole", Spec{Mode: Burst, BurstSize: 3, BurstInterval: 2 * time.Second}, 6, 0, durs(0, 0, 0, 2000, 2000, 2000), dptr(4 * time.Second)},
 		{"burst duration", Spec{Mode: Burst, BurstSize: 3, BurstInterval: 2 * time.Second}, 0, 4 * time.Second, durs(0, 0, 0, 2000, 2000, 2000), dptr(4 * time.Second)},
 		{"burst single", Spec{Mode: Burst, BurstSize: 8, BurstInterval: 1500 * time.Millisecond}, 8, 0, durs(0, 0, 0, 0, 0, 0, 0, 0), dptr(1500 * time.Millisecond)},
-		// §5 item 4: replay: whole trace unless bounded; count 2 → first two; duration 1 s keeps offsets < 1.
+		// Replay: whole trace unless bounded; count 2 → first two; duration 1 s keeps offsets < 1.
 		{"replay whole", Spec{Mode: Replay, Trace: trace}, 0, 0, trace, nil},
 		{"replay count", Spec{Mode: Replay, Trace: trace}, 2, 0, durs(0, 100), nil},
 		{"replay duration", Spec{Mode: Replay, Trace: trace}, 0, time.Second, durs(0, 100, 250, 900), dptr(time.Second)},
@@ -82,7 +82,7 @@ func TestBuildErrors(t *testing.T) {
 		duration time.Duration
 		want     string
 	}{
-		// §5 item 5: spec validation.
+		// Invalid specs.
 		{"unknown mode", Spec{Mode: "sometimes"}, 1, 0, "arrival mode must be one of"},
 		{"empty mode", Spec{}, 1, 0, "arrival mode must be one of"},
 		{"poisson without rate", Spec{Mode: Poisson}, 1, 0, "need a finite rate > 0"},
@@ -99,7 +99,7 @@ func TestBuildErrors(t *testing.T) {
 		{"replay unsorted", Spec{Mode: Replay, Trace: durs(0, 5, 3)}, 0, 0, "not sorted at offset 2"},
 		{"replay negative", Spec{Mode: Replay, Trace: durs(-1, 5)}, 0, 0, "offset 0 is negative"},
 		{"poisson with trace", Spec{Mode: Poisson, Rate: 1, Trace: durs(0)}, 1, 0, "do not take an arrival trace"},
-		// §5 item 6: open loop without count or duration; closed loop has no schedule.
+		// Open loop without count or duration; closed loop has no schedule.
 		{"open without bound", Spec{Mode: Poisson, Rate: 1}, 0, 0, "need a request count or a duration"},
 		{"closed", Spec{Mode: Closed}, 1, 0, "a closed loop has no arrival schedule"},
 		{"negative requests", Spec{Mode: FixedRate, Rate: 1}, -1, 0, "request count must be ≥ 0"},
@@ -117,7 +117,7 @@ func TestBuildErrors(t *testing.T) {
 	}
 }
 
-// §5 item 9: rate 1e9 with duration 0.01 s → too many; exactly 1,000,000 by count is allowed.
+// Rate 1e9 with duration 0.01 s → too many; exactly 1,000,000 by count is allowed.
 func TestMaxArrivals(t *testing.T) {
 	_, err := Build(Spec{Mode: FixedRate, Rate: 1e9}, 0, 10*time.Millisecond, 0, "s")
 	if !errors.Is(err, ErrTooManyArrivals) {
@@ -152,7 +152,7 @@ func TestMaxArrivals(t *testing.T) {
 	}
 }
 
-// §5 item 2: Poisson is seeded: same seed → identical offsets, different seed (or stream) →
+// Poisson is seeded: same seed → identical offsets, different seed (or stream) →
 // different; first offset 0; sorted; mean gap ≈ 1/rate (±5% at 2000 draws).
 func TestPoisson(t *testing.T) {
 	spec := Spec{Mode: Poisson, Rate: 8}
@@ -231,7 +231,8 @@ func TestModeOpenLoop(t *testing.T) {
 	}
 }
 
-// §5 item 10 and the contract's table: case labels and ids.
+// Case labels: c<concurrency> ("closed" without one), fixed<rate>, poisson<rate> and
+// burst<size>x<interval>s with Python's %g, and replay.
 func TestCaseLabel(t *testing.T) {
 	tests := []struct {
 		spec Spec

@@ -43,7 +43,7 @@ func (e *TraceError) Unwrap() error { return e.Err }
 
 // ReadOffsetTrace reads an --arrival-trace in the offset form: JSON lines, each an object
 // with a numeric "offset_ms" (milliseconds; other keys are ignored; blank lines are
-// skipped). Per the contract (§5 item 7) the offsets are sorted and shifted so that the
+// skipped). The offsets are sorted and shifted so that the
 // first is 0: 1500, 500, 750.5 ms become 0, 250.5 ms, 1 s. It returns them with the trace
 // digest that infer.workload records under arrival.trace.digest (see TraceFromSeconds).
 //

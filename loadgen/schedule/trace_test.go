@@ -19,7 +19,7 @@ func TestReadOffsetTrace(t *testing.T) {
 		want   []time.Duration
 		digest string // from CPython: sha256(json.dumps([round(o, 9) for o in offsets]))
 	}{
-		// §5 item 7: sorted and shifted to start at 0: 1500, 500, 750.5 ms → 0, .2505, 1.0 s.
+		// Sorted and shifted to start at 0: 1500, 500, 750.5 ms → 0, .2505, 1.0 s.
 		{"contract example", "{\"offset_ms\": 1500}\n{\"offset_ms\": 500}\n{\"offset_ms\": 750.5}\n",
 			[]time.Duration{0, 250500 * time.Microsecond, time.Second},
 			"4d3504df3c9b285442a5fdaff1a50ad8c4a100c733b55d4fcb403fa3690470ae"},
@@ -55,7 +55,7 @@ func TestReadOffsetTraceErrors(t *testing.T) {
 		line int // 0: not a *TraceError
 		want string
 	}{
-		// §5 item 7: negative, non-numeric, or a line missing offset_ms → invalid.
+		// Negative, non-numeric, or a line missing offset_ms → invalid.
 		{"negative", "{\"offset_ms\": 1}\n{\"offset_ms\": -5}\n", 2, "offset_ms must be ≥ 0"},
 		{"string", `{"offset_ms": "5"}`, 1, "offset_ms must be a number"},
 		{"bool", `{"offset_ms": true}`, 1, "offset_ms must be a number"},

@@ -307,8 +307,8 @@ func TestEventsCounter(t *testing.T) {
 	}
 }
 
-// fixture reads a captured stream of a real OpenAI-compatible server (Ollama v0.17.4, see
-// testdata and ../../../shared/fixtures/ollama/README.md).
+// fixture reads a captured stream of a real OpenAI-compatible server (Ollama v0.17.4,
+// taken with curl -N), copied into testdata.
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))

@@ -1,8 +1,7 @@
 // Package collect is the polling loop of `inferprobe collect-server`: every
 // interval it reads the server process's RSS and, with a GPU, the device's (or
 // MIG instance's) memory and the process's GPU memory, and emits one
-// artifact.TelemetrySample per counter (stormlog.md §2.3, §2.5
-// infer.telemetry_sample; inference_telemetry_v1.schema.json).
+// artifact.TelemetrySample (an infer.telemetry_sample v1 record) per counter.
 //
 // A failed reading becomes a "missing" sample with a null value and the
 // collection goes on. The loop ends on its duration, on context

@@ -5,8 +5,8 @@
 //
 // The go-nvml implementation (Open) exists only in cgo builds on Linux; every
 // other build, and any host without the NVIDIA driver library, gets
-// ErrNotAvailable. Fake is an in-memory Library for tests. Definitions follow
-// ../../shared/research/metrics.md §6 (go-nvml v0.13.4-1).
+// ErrNotAvailable. Fake is an in-memory Library for tests. Readings mean what
+// NVML defines, as go-nvml v0.13.4-1 exposes them (see Memory and Process).
 package gpu
 
 import (
