@@ -84,7 +84,7 @@ func TestProfileJoinsSpansAndScrapes(t *testing.T) {
 			if proto == sim.ProtocolGRPC {
 				// The real vLLM span sample joins nothing of this run: 12 request spans of
 				// another run, 4 start-up spans.
-				fixture := filepath.Join("..", "..", "..", "shared", "fixtures", "stormlog", "vllm", "q05_spans_sample.jsonl")
+				fixture := filepath.Join("testdata", "q05_spans_sample.jsonl")
 				more := reportMap(t, out, "--vllm-spans", fixture)
 				u := dig(more, "telemetry", "vllm", "spans", "unjoined_by_reason")
 				if dig(u, "request_not_in_run") != 12.0 || dig(u, "not_a_request_span") != 4.0 || dig(more, "telemetry", "vllm", "spans", "joined") != 12.0 {
