@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/artifact/vllmmetrics"
 )
 
 // States and unresolved reasons of the case blocks (stormlog.md §4.3).
@@ -360,7 +361,7 @@ func extraKey(labels map[string]string) (string, map[string]string) {
 func indexScrape(r *artifact.VLLMScrape) *scrapeIndex {
 	ix := &scrapeIndex{rec: r, kinds: r.Scrape.Families, fams: map[string]map[string]map[string]series{}}
 	for fam, byID := range r.Scrape.Values {
-		if !strings.HasPrefix(fam, Prefix) {
+		if !strings.HasPrefix(fam, vllmmetrics.Prefix) {
 			continue
 		}
 		byEngine := map[string]map[string]series{}
@@ -385,7 +386,7 @@ func indexScrape(r *artifact.VLLMScrape) *scrapeIndex {
 func (ix *scrapeIndex) engines() map[string]bool {
 	out := map[string]bool{}
 	for fam, byEngine := range ix.fams {
-		if isStamp(fam, ix.kinds) {
+		if vllmmetrics.IsStamp(fam, ix.kinds) {
 			continue
 		}
 		for e := range byEngine {
@@ -481,7 +482,7 @@ func PhaseTelemetry(scrapes []artifact.VLLMScrape, caseID, phase string) *CaseBl
 		if !equalStrings(r.Discovery.Engines, start.Discovery.Engines) {
 			changed = true
 		}
-		if sameStart(ps, startPS) {
+		if vllmmetrics.SameProcessStart(ps, startPS) {
 			own = append(own, r)
 		}
 	}
@@ -551,7 +552,7 @@ func equalStrings(a, b []string) bool {
 // own name); an uncatalogued family's exposed name.
 func fieldOf(name string, exposed map[string]bool) (key string, info FieldInfo, meaning *string) {
 	info = FieldInfo{Native: name, Provenance: "observed"}
-	e, aliasOf, ok := Resolve(name)
+	e, aliasOf, ok := vllmmetrics.Resolve(name)
 	if !ok {
 		return name, info, nil
 	}
@@ -585,7 +586,7 @@ func engineBlock(engine string, a, b *scrapeIndex, own []*scrapeIndex, seconds f
 	for _, ix := range append([]*scrapeIndex{b}, own...) { // the start scrape is in own
 		for fam, byEngine := range ix.fams {
 			exposed[fam] = true
-			if _, ok := byEngine[engine]; !ok || isStamp(fam, ix.kinds) {
+			if _, ok := byEngine[engine]; !ok || vllmmetrics.IsStamp(fam, ix.kinds) {
 				continue
 			}
 			if _, seen := kinds[fam]; !seen || ix == a {
@@ -609,14 +610,14 @@ func engineBlock(engine string, a, b *scrapeIndex, own []*scrapeIndex, seconds f
 	for _, name := range names {
 		key, info, meaning := fieldOf(name, exposed)
 		switch kinds[name] {
-		case KindCounter:
+		case vllmmetrics.KindCounter:
 			if a.fams[name][engine] == nil && b.fams[name][engine] == nil {
 				continue // only in an interval scrape: nothing to difference
 			}
-			f := counterField(info, a.fams[name][engine], b.fams[name][engine], stampsOf(a, name, KindCounter, engine), stampsOf(b, name, KindCounter, engine), epoch)
+			f := counterField(info, a.fams[name][engine], b.fams[name][engine], stampsOf(a, name, vllmmetrics.KindCounter, engine), stampsOf(b, name, vllmmetrics.KindCounter, engine), epoch)
 			eb.Counters[key] = f
 			note(key, f.State, f.Reasons)
-		case KindHistogram, "summary":
+		case vllmmetrics.KindHistogram, "summary":
 			if a.fams[name][engine] == nil && b.fams[name][engine] == nil {
 				continue
 			}
@@ -638,7 +639,7 @@ func engineBlock(engine string, a, b *scrapeIndex, own []*scrapeIndex, seconds f
 
 // stampsOf returns the "_created" stamps of a family for one engine.
 func stampsOf(ix *scrapeIndex, family, kind, engine string) map[string]series {
-	return ix.fams[StampName(family, kind)][engine]
+	return ix.fams[vllmmetrics.StampName(family, kind)][engine]
 }
 
 // recreated reports whether a series' _created stamp differs between the

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/artifact/vllmmetrics"
 )
 
 // FuzzParse feeds arbitrary bodies through the text-parsing path: Parse
@@ -41,7 +42,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		d := Discover(c)
+		d := vllmmetrics.Discover(c)
 		rec := artifact.VLLMScrape{
 			Header: artifact.HeaderOf(artifact.KindVLLMScrape), ObservationScope: artifact.ScopeEngineAggregate,
 			SessionID: "s", RunID: "r", ObservedAtNS: 1, TimestampNS: 1, SourceURL: "http://h/metrics",
@@ -105,7 +106,7 @@ func excerpt(text string, families ...string) string {
 // FuzzDecodeScrapeRecord: arbitrary lines never panic the record decoder.
 func FuzzDecodeScrapeRecord(f *testing.F) {
 	c, _ := Parse([]byte(preText), Limits{})
-	d := Discover(c)
+	d := vllmmetrics.Discover(c)
 	good, _ := artifact.MarshalLine(artifact.VLLMScrape{Header: artifact.HeaderOf(artifact.KindVLLMScrape), Marker: artifact.ScrapeMarkerInterval, Status: artifact.ScrapeOK, Scrape: c, Discovery: &d})
 	f.Add(good)
 	f.Add([]byte(`{"event_type":"infer.vllm_scrape","schema_version":1,"marker":"phase_end","status":"error","error":"HTTP 503"}`))

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/artifact/vllmmetrics"
 )
 
 const (
@@ -37,7 +38,7 @@ func scrapeOf(t testing.TB, text, marker string, observedNS int64) artifact.VLLM
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
-	d := Discover(c)
+	d := vllmmetrics.Discover(c)
 	return artifact.VLLMScrape{
 		Header:           artifact.HeaderOf(artifact.KindVLLMScrape),
 		ObservationScope: artifact.ScopeEngineAggregate,

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/artifact/vllmmetrics"
 )
 
 // Note is telemetry.vllm.note.
@@ -167,7 +168,7 @@ func Summarize(scrapes []artifact.VLLMScrape) *EngineSummary {
 		order[i] = &scrapes[i]
 	}
 	sort.SliceStable(order, func(i, j int) bool { return order[i].ObservedAtNS < order[j].ObservedAtNS })
-	t := NewTally()
+	t := vllmmetrics.NewTally()
 	s := &EngineSummary{Epochs: []Epoch{}, DeprecatedSuccessors: map[string]string{}}
 	if len(scrapes) > 0 {
 		s.SourceURL = artifact.Ptr(scrapes[0].SourceURL)
@@ -178,7 +179,7 @@ func Summarize(scrapes []artifact.VLLMScrape) *EngineSummary {
 			continue
 		}
 		ps := r.Discovery.ProcessStartNS
-		if n := len(s.Epochs); n > 0 && sameStart(s.Epochs[n-1].ProcessStartNS, ps) {
+		if n := len(s.Epochs); n > 0 && vllmmetrics.SameProcessStart(s.Epochs[n-1].ProcessStartNS, ps) {
 			s.Epochs[n-1].LastObservedAtNS = r.ObservedAtNS
 			s.Epochs[n-1].Scrapes++
 			continue
@@ -186,14 +187,10 @@ func Summarize(scrapes []artifact.VLLMScrape) *EngineSummary {
 		s.Epochs = append(s.Epochs, Epoch{ProcessStartNS: ps, FirstObservedAtNS: r.ObservedAtNS, LastObservedAtNS: r.ObservedAtNS, Scrapes: 1})
 	}
 	s.Scrapes = ScrapeCounts{OK: t.OK, Failed: t.Failed}
-	s.Engines, s.ModelNames = sortedKeys(t.engines), sortedKeys(t.models)
-	s.DeprecatedSeries, s.RemovedSeries = sortedKeys(t.deprecated), sortedKeys(t.removed)
-	s.UnknownSeries, s.OptionalPresent = sortedKeys(t.unknown), sortedKeys(t.optPresent)
-	s.OptionalAbsent, s.Absent = sortedKeys(t.optAbsent), sortedKeys(t.absent)
-	for _, n := range s.DeprecatedSeries {
-		if r, ok := LookupRetired(n); ok {
-			s.DeprecatedSuccessors[n] = r.Successor
-		}
-	}
+	s.Engines, s.ModelNames = t.Engines(), t.ModelNames()
+	s.DeprecatedSeries, s.RemovedSeries = t.Deprecated(), t.Removed()
+	s.UnknownSeries, s.OptionalPresent = t.Unknown(), t.OptionalPresent()
+	s.OptionalAbsent, s.Absent = t.OptionalAbsent(), t.Absent()
+	s.DeprecatedSuccessors = t.DeprecatedSuccessors()
 	return s
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/artifact/vllmmetrics"
 )
 
 func TestAbsentBlock(t *testing.T) {
@@ -35,7 +36,7 @@ func TestFromArtifact(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newScraper(t, Config{URL: "http://127.0.0.1:8000/metrics"})
-	tally := TallyOf(window(t, preText, postText))
+	tally := vllmmetrics.TallyOf(window(t, preText, postText))
 	recs := []artifact.Record{
 		artifact.PhaseWindow{SessionID: "s", CaseID: testCase, Phase: "warmup"},
 		artifact.PhaseWindow{SessionID: "s", CaseID: testCase, Phase: MeasuredPhase},

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/artifact/vllmmetrics"
 )
 
 // Bounds on a stopping phase (stormlog.md §4.1): an interval scrape still in
@@ -31,7 +32,7 @@ type PhaseSampler struct {
 	warn func(string)
 
 	mu       sync.Mutex
-	tally    *Tally
+	tally    *vllmmetrics.Tally
 	warned   bool
 	writeErr error
 	cancel   context.CancelFunc // cancels the interval scrapes' context
@@ -48,7 +49,7 @@ func NewPhaseSampler(s *Scraper, sink artifact.Sink, warn func(msg string)) *Pha
 	if warn == nil {
 		warn = func(string) {}
 	}
-	p := &PhaseSampler{s: s, sink: sink, warn: warn, tally: NewTally(), abandonAfter: AbandonAfter}
+	p := &PhaseSampler{s: s, sink: sink, warn: warn, tally: vllmmetrics.NewTally(), abandonAfter: AbandonAfter}
 	if s.KeyWithheld() {
 		warn(fmt.Sprintf("the vLLM metrics URL %s is not on the endpoint's origin; it is scraped without the API key", s.SourceURL()))
 	}
@@ -155,10 +156,10 @@ func (p *PhaseSampler) record(rec artifact.VLLMScrape) {
 }
 
 // Tally returns a copy of the counts and discoveries so far.
-func (p *PhaseSampler) Tally() *Tally {
+func (p *PhaseSampler) Tally() *vllmmetrics.Tally {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.tally.clone()
+	return p.tally.Clone()
 }
 
 // WriteErr returns the first error the sink returned, nil if none.

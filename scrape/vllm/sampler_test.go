@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/artifact/vllmmetrics"
 )
 
 // memSink keeps written scrape records.
@@ -118,7 +119,7 @@ func TestPhaseSamplerBracketsEachPhase(t *testing.T) {
 	if !cap.Available || cap.Component != "vllm.metrics" || cap.Metadata["failed_scrapes"] != 0 || cap.Metadata["per_request_attribution"] != "none" {
 		t.Errorf("capabilities %+v", cap)
 	}
-	if !setOf(cap.Enabled)["queue_depth"] || !setOf(cap.Collected)["kv_cache_usage"] || len(cap.Supported) != len(Catalogue()) {
+	if !setOf(cap.Enabled)["queue_depth"] || !setOf(cap.Collected)["kv_cache_usage"] || len(cap.Supported) != len(vllmmetrics.Catalogue()) {
 		t.Errorf("enabled %v", cap.Enabled)
 	}
 	for _, f := range cap.Collected {
