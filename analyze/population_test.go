@@ -292,10 +292,3 @@ func TestScheduleFromWorkload(t *testing.T) {
 		}
 	}
 }
-
-func deref(p *int64) any {
-	if p == nil {
-		return nil
-	}
-	return *p
-}

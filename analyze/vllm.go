@@ -8,7 +8,6 @@ import (
 
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/join"
-	"github.com/inferprobe/inferprobe/scrape/vllm"
 )
 
 // SpanLatencyAttributes are the vLLM span attributes summarised per case (seconds on the
@@ -58,7 +57,7 @@ type SpanLatency struct {
 
 // vllmResult is what the vLLM analysis adds to a report.
 type vllmResult struct {
-	block  *vllm.Block
+	block  *VLLMBlock
 	spans  *SpanSummary
 	server *ServerEvidence // nil without spans
 }
@@ -98,7 +97,7 @@ func spanCapability(a *artifact.Artifact) *artifact.Capabilities {
 // per case. Errors: an undecodable scrape or span record (exit 5).
 func analyzeVLLM(in *Input, extra []artifact.VLLMSpan) (*vllmResult, error) {
 	a := in.Artifact
-	block, err := vllm.FromArtifact(a)
+	block, err := VLLMBlockOf(a)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", artifact.ErrInvalidArtifact, err)
 	}
@@ -116,14 +115,14 @@ func analyzeVLLM(in *Input, extra []artifact.VLLMSpan) (*vllmResult, error) {
 	// configured, which is not a failed or missing scrape.
 	if scrapes, _ := artifact.VLLMScrapes(a); len(scrapes) == 0 {
 		for id := range block.Cases {
-			block.Cases[id] = &vllm.CaseBlock{State: StateNotCollected, Reasons: []string{}}
+			block.Cases[id] = &VLLMCaseBlock{State: StateNotCollected, Reasons: []string{}}
 		}
 	}
-	if block.Status != vllm.ReportCollected {
-		block.Status, block.ObservationScope, block.Note = vllm.ReportCollected, artifact.ScopeEngineAggregate, vllm.Note
+	if block.Status != VLLMCollected {
+		block.Status, block.ObservationScope, block.Note = VLLMCollected, artifact.ScopeEngineAggregate, VLLMNote
 	}
 	if block.Cases == nil {
-		block.Cases = map[string]*vllm.CaseBlock{}
+		block.Cases = map[string]*VLLMCaseBlock{}
 	}
 
 	var reqs []join.Request
@@ -213,7 +212,7 @@ func analyzeVLLM(in *Input, extra []artifact.VLLMSpan) (*vllmResult, error) {
 		}
 		cb := block.Cases[id]
 		if cb == nil {
-			cb = &vllm.CaseBlock{State: StateNotCollected, Reasons: []string{}}
+			cb = &VLLMCaseBlock{State: StateNotCollected, Reasons: []string{}}
 			block.Cases[id] = cb
 		}
 		cb.Spans = cs
@@ -245,7 +244,7 @@ func renderVLLMSummary(w io.Writer, r *Report) error {
 		return nil
 	}
 	if e := r.vllm.block.Engine; e != nil && e.Scrapes.OK+e.Scrapes.Failed > 0 {
-		if err := vllm.RenderSummaryText(w, r.vllm.block, nil); err != nil {
+		if err := RenderVLLMSummary(w, r.vllm.block, nil); err != nil {
 			return err
 		}
 	}
@@ -288,13 +287,13 @@ func renderVLLMCase(w io.Writer, r *Report, id string) error {
 	if cb == nil {
 		return nil
 	}
-	if len(cb.Engines) > 0 || (cb.State != "resolved" && cb.State != StateNotCollected) {
-		if err := vllm.RenderCaseText(w, cb); err != nil {
+	if len(cb.Engines) > 0 || (cb.State != StateResolved && cb.State != StateNotCollected) {
+		if err := RenderVLLMCase(w, cb); err != nil {
 			return err
 		}
 	}
-	cs, ok := cb.Spans.(*CaseSpans)
-	if !ok || cs == nil {
+	cs := cb.Spans
+	if cs == nil {
 		return nil
 	}
 	line := fmt.Sprintf("  vllm spans: %d of %d requests", cs.RequestsWithSpan, cs.Requests)

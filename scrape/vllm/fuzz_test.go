@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/artifact/vllmmetrics"
 )
@@ -47,7 +48,7 @@ func FuzzParse(f *testing.F) {
 			Header: artifact.HeaderOf(artifact.KindVLLMScrape), ObservationScope: artifact.ScopeEngineAggregate,
 			SessionID: "s", RunID: "r", ObservedAtNS: 1, TimestampNS: 1, SourceURL: "http://h/metrics",
 			Marker: artifact.ScrapeMarkerPhaseStart, IntervalMS: 1000, Status: artifact.ScrapeOK, ClockDomain: "h/unix_epoch_ns",
-			CaseID: artifact.Ptr("c"), Phase: artifact.Ptr(MeasuredPhase), Scrape: c, Discovery: &d,
+			CaseID: artifact.Ptr("c"), Phase: artifact.Ptr(artifact.PhaseMeasured), Scrape: c, Discovery: &d,
 		}
 		line, err := artifact.MarshalLine(rec)
 		if err != nil {
@@ -71,12 +72,12 @@ func FuzzParse(f *testing.F) {
 		}
 		end := back
 		end.Marker, end.ObservedAtNS = artifact.ScrapeMarkerPhaseEnd, 2
-		blk := Telemetry([]artifact.VLLMScrape{rec, end}, []string{"c"}, nil)
+		blk := analyze.VLLMTelemetry([]artifact.VLLMScrape{rec, end}, []string{"c"}, nil)
 		if out, err := json.Marshal(blk); err != nil || !json.Valid(out) {
 			t.Fatalf("report: %v", err)
 		}
 		var buf bytes.Buffer
-		if err := RenderText(&buf, blk); err != nil {
+		if err := analyze.RenderVLLMText(&buf, blk); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -119,7 +120,7 @@ func FuzzDecodeScrapeRecord(f *testing.F) {
 			}
 			return
 		}
-		blk := CaseTelemetry([]artifact.VLLMScrape{r, r}, "c")
+		blk := analyze.VLLMCaseTelemetry([]artifact.VLLMScrape{r, r}, "c")
 		if _, err := json.Marshal(blk); err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/artifact/vllmmetrics"
 )
@@ -161,7 +162,7 @@ func TestPhaseSamplerWarnsOnceOnFailures(t *testing.T) {
 	if cap.Available || cap.Metadata["failed_scrapes"] != len(recs) || *(cap.Metadata["last_error"].(*string)) != "HTTP 503" || len(cap.Enabled) != 0 {
 		t.Errorf("capabilities %+v", cap)
 	}
-	b := CaseTelemetry(recs, "c1")
+	b := analyze.VLLMCaseTelemetry(recs, "c1")
 	if strings.Join(b.Reasons, " ") != "scrape_failed:phase_start scrape_failed:phase_end" {
 		t.Errorf("reasons %v", b.Reasons)
 	}

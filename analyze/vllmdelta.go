@@ -1,9 +1,10 @@
-package vllm
+package analyze
 
 import (
 	"encoding/json"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/inferprobe/inferprobe/artifact"
@@ -48,35 +49,32 @@ const (
 	ReasonNotEnabled = "not_enabled"
 )
 
-// MeasuredPhase is the phase whose window a case block covers.
-const MeasuredPhase = "measured"
-
 // noEngine is the engine key of vllm: series without an engine label
 // (vLLM V0, or V1 before 2025-03-27).
 const noEngine = "_"
 
-// CaseBlock is telemetry.vllm.cases[case_id] (stormlog.md §2.6, §4.3): the
+// VLLMCaseBlock is telemetry.vllm.cases[case_id] (stormlog.md §2.6, §4.3): the
 // deltas over one phase window, per engine label. Engines are never summed.
-type CaseBlock struct {
+type VLLMCaseBlock struct {
 	// State is "resolved" unless Reasons is non-empty.
 	State string `json:"state"`
 	// Reasons are window-level: "scrape_failed:phase_start",
 	// "scrape_missing:phase_end", engine_restart, engine_set_changed,
 	// exporter_identity_unknown. Field-level reasons stay on the fields.
 	Reasons []string `json:"reasons"`
-	// Window is null when a boundary scrape is missing.
-	Window *Window `json:"window"`
+	// ScrapeWindow is null when a boundary scrape is missing.
+	Window *ScrapeWindow `json:"window"`
 	// Engines maps an engine label ("_" for series without one) to its
 	// block.
-	Engines map[string]*EngineBlock `json:"engines"`
+	Engines map[string]*VLLMEngineBlock `json:"engines"`
 	// Spans is the per-case span block, filled by the span join (absent
 	// when nil).
-	Spans any `json:"spans,omitempty"`
+	Spans *CaseSpans `json:"spans,omitempty"`
 }
 
-// Window is the span of a case block: the phase_start scrape to the
+// ScrapeWindow is the span of a case block: the phase_start scrape to the
 // phase_end scrape, which comes after the drain.
-type Window struct {
+type ScrapeWindow struct {
 	StartObservedAtNS int64 `json:"start_observed_at_ns"`
 	EndObservedAtNS   int64 `json:"end_observed_at_ns"`
 	// Seconds is EndObservedAtNS − StartObservedAtNS in seconds.
@@ -93,15 +91,15 @@ type Window struct {
 	FailedScrapes int `json:"failed_scrapes"`
 }
 
-// EngineBlock is one engine's part of a case block. Field keys are the
+// VLLMEngineBlock is one engine's part of a case block. Field keys are the
 // catalogue's report fields (Entry.Field); an uncatalogued family is keyed
 // by its exposed name, and a retired name by its successor's field (by its
 // own name when the successor is exposed too).
-type EngineBlock struct {
+type VLLMEngineBlock struct {
 	Counters   map[string]*CounterField   `json:"counters"`
 	Histograms map[string]*HistogramField `json:"histograms"`
 	Gauges     map[string]*GaugeField     `json:"gauges"`
-	Derived    Derived                    `json:"derived"`
+	Derived    VLLMDerived                `json:"derived"`
 	// Unresolved maps each reason found on a field to the fields it left
 	// unresolved (sorted).
 	Unresolved map[string][]string `json:"unresolved"`
@@ -258,17 +256,17 @@ type GaugeStats struct {
 	NonFinite int      `json:"non_finite"`
 }
 
-// Derived are the per-engine figures computed from the fields.
-type Derived struct {
-	Rates       Rates       `json:"rates"`
+// VLLMDerived are the per-engine figures computed from the fields.
+type VLLMDerived struct {
+	Rates       VLLMRates   `json:"rates"`
 	PrefixCache PrefixCache `json:"prefix_cache"`
 	KVCache     KVCache     `json:"kv_cache"`
 	MFU         MFU         `json:"mfu"`
 }
 
-// Rates are counter deltas over the window seconds (drain included); null
+// VLLMRates are counter deltas over the window seconds (drain included); null
 // when the delta is unresolved or the window has no length.
-type Rates struct {
+type VLLMRates struct {
 	PromptTokensPerSecond     *float64 `json:"prompt_tokens_per_second"`
 	GenerationTokensPerSecond *float64 `json:"generation_tokens_per_second"`
 	// FinishedRequestsPerSecond counts vllm:request_success_total, every
@@ -396,13 +394,13 @@ func (ix *scrapeIndex) engines() map[string]bool {
 	return out
 }
 
-// CaseTelemetry is the case block of a case's measured phase (stormlog.md
-// §4.3): see PhaseTelemetry.
-func CaseTelemetry(scrapes []artifact.VLLMScrape, caseID string) *CaseBlock {
-	return PhaseTelemetry(scrapes, caseID, MeasuredPhase)
+// VLLMCaseTelemetry is the case block of a case's measured phase (stormlog.md
+// §4.3): see VLLMPhaseTelemetry.
+func VLLMCaseTelemetry(scrapes []artifact.VLLMScrape, caseID string) *VLLMCaseBlock {
+	return VLLMPhaseTelemetry(scrapes, caseID, artifact.PhaseMeasured)
 }
 
-// PhaseTelemetry computes the block of one case and phase from the run's
+// VLLMPhaseTelemetry computes the block of one case and phase from the run's
 // scrapes (any order; other cases' and phases' scrapes are ignored). The
 // window runs from the first ok phase_start scrape to the last ok phase_end
 // scrape; without either the block is unresolved with
@@ -411,7 +409,7 @@ func CaseTelemetry(scrapes []artifact.VLLMScrape, caseID string) *CaseBlock {
 // histograms are differenced between the two boundary scrapes; gauges are
 // summarised over every ok scrape of the window from the start scrape's
 // exporter. Nothing unresolved is ever read as 0.
-func PhaseTelemetry(scrapes []artifact.VLLMScrape, caseID, phase string) *CaseBlock {
+func VLLMPhaseTelemetry(scrapes []artifact.VLLMScrape, caseID, phase string) *VLLMCaseBlock {
 	var mine []*artifact.VLLMScrape
 	for i := range scrapes {
 		r := &scrapes[i]
@@ -420,7 +418,7 @@ func PhaseTelemetry(scrapes []artifact.VLLMScrape, caseID, phase string) *CaseBl
 		}
 	}
 	sort.SliceStable(mine, func(i, j int) bool { return mine[i].ObservedAtNS < mine[j].ObservedAtNS })
-	block := &CaseBlock{State: StateResolved, Reasons: []string{}, Engines: map[string]*EngineBlock{}}
+	block := &VLLMCaseBlock{State: StateResolved, Reasons: []string{}, Engines: map[string]*VLLMEngineBlock{}}
 	var start, end *artifact.VLLMScrape
 	for _, r := range mine {
 		if r.OK() && r.Discovery != nil {
@@ -504,7 +502,7 @@ func PhaseTelemetry(scrapes []artifact.VLLMScrape, caseID, phase string) *CaseBl
 		block.State = StateUnresolved
 	}
 	seconds := float64(end.ObservedAtNS-start.ObservedAtNS) / 1e9
-	block.Window = &Window{
+	block.Window = &ScrapeWindow{
 		StartObservedAtNS: start.ObservedAtNS,
 		EndObservedAtNS:   end.ObservedAtNS,
 		Seconds:           seconds,
@@ -574,8 +572,8 @@ func fieldOf(name string, exposed map[string]bool) (key string, info FieldInfo, 
 
 // engineBlock differences one engine's families between the boundary
 // scrapes and summarises its gauges over own.
-func engineBlock(engine string, a, b *scrapeIndex, own []*scrapeIndex, seconds float64, epoch string) *EngineBlock {
-	eb := &EngineBlock{
+func engineBlock(engine string, a, b *scrapeIndex, own []*scrapeIndex, seconds float64, epoch string) *VLLMEngineBlock {
+	eb := &VLLMEngineBlock{
 		Counters:   map[string]*CounterField{},
 		Histograms: map[string]*HistogramField{},
 		Gauges:     map[string]*GaugeField{},
@@ -787,15 +785,16 @@ func histogramDelta(key string, x, y series, okA, okB bool, stampA, stampB map[s
 	return h
 }
 
-// sameBounds compares two bucket lists' bounds numerically.
+// sameBounds compares two bucket lists' bounds numerically (an unparseable
+// bound matches nothing).
 func sameBounds(a, b []artifact.SeriesBucket) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
-		x, okX := parseBound(a[i].LE)
-		y, okY := parseBound(b[i].LE)
-		if !okX || !okY || x != y {
+		x, errX := strconv.ParseFloat(a[i].LE, 64)
+		y, errY := strconv.ParseFloat(b[i].LE, 64)
+		if errX != nil || errY != nil || x != y {
 			return false
 		}
 	}
@@ -899,7 +898,7 @@ func gaugeField(info FieldInfo, name, engine string, own []*scrapeIndex) *GaugeF
 }
 
 // resolvedDelta returns a counter field's total delta when resolved.
-func resolvedDelta(eb *EngineBlock, field string) *float64 {
+func resolvedDelta(eb *VLLMEngineBlock, field string) *float64 {
 	f := eb.Counters[field]
 	if f == nil || f.State != StateResolved {
 		return nil
@@ -915,10 +914,10 @@ func rate(delta *float64, seconds float64) *float64 {
 }
 
 // derive computes rates, prefix cache, KV cache and MFU for one engine.
-func derive(eb *EngineBlock, engine string, own []*scrapeIndex, seconds float64) Derived {
-	var d Derived
+func derive(eb *VLLMEngineBlock, engine string, own []*scrapeIndex, seconds float64) VLLMDerived {
+	var d VLLMDerived
 	gen := resolvedDelta(eb, "generation_tokens")
-	d.Rates = Rates{
+	d.Rates = VLLMRates{
 		PromptTokensPerSecond:     rate(resolvedDelta(eb, "prompt_tokens"), seconds),
 		GenerationTokensPerSecond: rate(gen, seconds),
 		FinishedRequestsPerSecond: rate(resolvedDelta(eb, "request_success"), seconds),
@@ -941,7 +940,7 @@ func derive(eb *EngineBlock, engine string, own []*scrapeIndex, seconds float64)
 	return d
 }
 
-func kvCache(eb *EngineBlock, engine string, own []*scrapeIndex) KVCache {
+func kvCache(eb *VLLMEngineBlock, engine string, own []*scrapeIndex) KVCache {
 	kv := KVCache{State: ReasonSeriesMissing, Meaning: kvMeaning}
 	if g := eb.Gauges["kv_cache_usage"]; g != nil {
 		kv.State = g.State
@@ -1002,7 +1001,7 @@ var mfuFields = []string{"estimated_flops_per_gpu", "estimated_read_bytes_per_gp
 
 // mfu reads the MFU counters (stormlog.md §4.3): all-zero counters are
 // "not_enabled" only against a resolved non-zero generation delta.
-func mfu(eb *EngineBlock, gen *float64) MFU {
+func mfu(eb *VLLMEngineBlock, gen *float64) MFU {
 	m := MFU{State: ReasonSeriesMissing, Provenance: "estimated", Counters: map[string]string{}}
 	any := false
 	deltas := make([]*float64, len(mfuFields))
@@ -1056,3 +1055,16 @@ func mfu(eb *EngineBlock, gen *float64) MFU {
 	}
 	return m
 }
+
+// sortedKeys returns the keys of a set, sorted, never nil.
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// fptr returns a pointer to an artifact.Float.
+func fptr(v float64) *artifact.Float { f := artifact.Float(v); return &f }
