@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/join"
 )
 
 // Input is an artifact prepared for analysis: every record except the infer.request v1
@@ -26,22 +27,25 @@ type Input struct {
 	Artifact       *artifact.Artifact
 	Cases          map[string][]Request
 	RequestRecords int
-	// Warmup holds the join keys (XRequestID, TraceID) of the warmup requests, so that a span
-	// of a warmup request is told apart from one of another run.
-	Warmup []Request
+	// Warmup holds the join keys of the warmup requests that were sent, so that a span of a
+	// warmup request is told apart from one of another run.
+	Warmup []join.Request
 }
 
 // NewInput prepares a loaded artifact for analysis: it groups the measured requests of
-// a.Requests by case, sharing their slices and pointers (not copying them).
+// a.Requests by case (each record embedded as it is, its slices and pointers shared, not
+// copied) and keeps the warmup requests' join keys.
 func NewInput(a *artifact.Artifact) *Input {
 	in := &Input{Artifact: a, Cases: map[string][]Request{}, RequestRecords: len(a.Requests)}
 	for i := range a.Requests {
 		r := &a.Requests[i]
 		if r.Phase != artifact.PhaseMeasured {
-			in.Warmup = append(in.Warmup, Request{XRequestID: r.XRequestID, TraceID: r.TraceID})
+			if jr, ok := join.RequestOf(r); ok {
+				in.Warmup = append(in.Warmup, jr)
+			}
 			continue
 		}
-		in.Cases[r.CaseID] = append(in.Cases[r.CaseID], fromArtifact(r, nil))
+		in.Cases[r.CaseID] = append(in.Cases[r.CaseID], Request{Request: *r})
 	}
 	return in
 }
@@ -119,16 +123,18 @@ type blockResult struct {
 	err   error
 }
 
-// blockItem is one record of a block: an infer.request v1 (request; converted into req when
-// measured, only counted otherwise), or any other record (value, with raw for the kinds
-// kept as JSON when repeated: infer.artifact and infer.workload).
+// blockItem is one record of a block: an infer.request v1 (request; packed into req when
+// measured, else its join keys in warmup when it was sent), or any other record (value, with
+// raw for the kinds kept as JSON when repeated: infer.artifact and infer.workload).
 type blockItem struct {
 	value    artifact.Record
 	raw      []byte
 	kind     artifact.Kind
 	request  bool
 	measured bool
+	sent     bool
 	req      Request
+	warmup   join.Request
 }
 
 func readInput(ctx context.Context, path string, o readOptions) (*Input, error) {
@@ -217,8 +223,8 @@ func readFrom(ctx context.Context, r io.Reader, path string, o readOptions) (*In
 			if it.request {
 				in.RequestRecords++
 				if !it.measured {
-					if it.req.XRequestID != nil || it.req.TraceID != nil {
-						in.Warmup = append(in.Warmup, it.req)
+					if it.sent {
+						in.Warmup = append(in.Warmup, it.warmup)
 					}
 					continue
 				}
@@ -296,9 +302,9 @@ func decodeBlock(rd artifact.Reader, p *packer, data []byte) blockResult {
 		case *artifact.Request:
 			it := blockItem{request: true, measured: v.Phase == artifact.PhaseMeasured}
 			if it.measured {
-				it.req = p.request(v)
+				it.req = Request{Request: p.record(v)}
 			} else {
-				it.req = Request{XRequestID: p.strPtr(v.XRequestID), TraceID: p.strPtr(v.TraceID)}
+				it.warmup, it.sent = p.joinKeys(v)
 			}
 			items = append(items, it)
 		case *artifact.ArtifactHeader, *artifact.Workload:
@@ -394,6 +400,7 @@ type packer struct {
 	text   strings.Builder
 	ints   []int64
 	floats []float64
+	bools  []bool
 	strs   []string
 	names  map[string]string
 }
@@ -403,6 +410,7 @@ const (
 	intBlock    = 8 << 10
 	floatBlock  = 64 << 10
 	stringBlock = 4 << 10
+	boolBlock   = 64 << 10
 	maxNames    = 1 << 16
 )
 
@@ -473,6 +481,17 @@ func (p *packer) i64(v *int64) *int64 {
 	return &p.ints[len(p.ints)-1]
 }
 
+func (p *packer) boolPtr(v *bool) *bool {
+	if v == nil {
+		return nil
+	}
+	if len(p.bools) == cap(p.bools) {
+		p.bools = make([]bool, 0, boolBlock)
+	}
+	p.bools = append(p.bools, *v)
+	return &p.bools[len(p.bools)-1]
+}
+
 func (p *packer) f64(v *float64) *float64 {
 	if v == nil {
 		return nil
@@ -504,41 +523,60 @@ func (p *packer) gaps(v []float64) []float64 {
 	return p.floats[start:len(p.floats):len(p.floats)]
 }
 
-// request is fromArtifact(r, nil) with every string, pointer and slice packed into p's
-// blocks (nothing of r is retained). RequestID shares the tail of XRequestID when that is
-// "…-<request_id>", as inferprobe writes it.
-func (p *packer) request(r *artifact.Request) Request {
-	out := Request{
-		SessionID:          p.intern(r.SessionID),
-		CaseID:             p.intern(r.CaseID),
-		XRequestID:         p.strPtr(r.XRequestID),
-		TraceID:            p.strPtr(r.TraceID),
-		RequestIndex:       p.i64(r.RequestIndex),
-		Status:             p.intern(r.Status),
-		StartedAtNs:        p.i64(r.StartedAtNS),
-		EndedAtNs:          p.i64(r.EndedAtNS),
-		IntendedAtNs:       p.i64(r.IntendedAtNS),
-		E2EMs:              p.f64(r.E2ELatencyMS),
-		TTFTMs:             p.f64(r.TTFTMS),
-		FirstChunkMs:       p.f64(r.FirstChunkLatencyMS),
-		DispatchLagMs:      p.f64(r.DispatchLagMS),
-		ChunkGapsMs:        p.gaps(r.ChunkInterarrivalMS),
-		Stream:             r.Stream,
-		PromptTokens:       p.i64(r.PromptTokens),
-		OutputTokens:       p.i64(r.OutputTokens),
-		TotalTokens:        p.i64(r.TotalTokens),
-		OutputTokenSource:  p.intern(r.OutputTokenSource),
-		HTTPStatus:         p.i64(r.HTTPStatus),
-		ErrorType:          p.internPtr(r.ErrorType),
-		ErrorMessage:       p.internPtr(r.ErrorMessage),
-		ArrivalMode:        p.intern(r.ArrivalMode),
-		HeldForSlot:        r.HeldForSlot != nil && *r.HeldForSlot,
-		InFlightAtDispatch: p.i64(r.InFlightAtDispatch),
-		PromptMode:         p.intern(r.PromptMode),
-		PromptID:           p.strPtr(r.PromptID),
-		PromptDigest:       p.strPtr(r.PromptDigest),
-		PrefixGroup:        p.i64(r.PrefixGroup),
-		SharedPrefixTokens: p.i64(r.SharedPrefixTokens),
+// record copies r with every string, pointer and slice packed into p's blocks (nothing of r
+// is retained); the copy equals r field for field. Low-cardinality strings (session, case,
+// phase, endpoint, model, status, sources, modes, finish reasons, errors) share one copy,
+// TimestampNS shares StartedAtNS when they are equal (as inferprobe writes them), and
+// RequestID shares the tail of XRequestID when that is "…-<request_id>".
+func (p *packer) record(r *artifact.Request) artifact.Request {
+	out := artifact.Request{
+		SessionID:           p.intern(r.SessionID),
+		CaseID:              p.intern(r.CaseID),
+		Phase:               p.intern(r.Phase),
+		StartedAtNS:         p.i64(r.StartedAtNS),
+		EndedAtNS:           p.i64(r.EndedAtNS),
+		Endpoint:            p.intern(r.Endpoint),
+		Model:               p.intern(r.Model),
+		Concurrency:         p.i64(r.Concurrency),
+		MaxInFlight:         p.i64(r.MaxInFlight),
+		TargetInputTokens:   r.TargetInputTokens,
+		TargetOutputTokens:  r.TargetOutputTokens,
+		Stream:              r.Stream,
+		Status:              p.intern(r.Status),
+		E2ELatencyMS:        p.f64(r.E2ELatencyMS),
+		TTFTMS:              p.f64(r.TTFTMS),
+		FirstChunkLatencyMS: p.f64(r.FirstChunkLatencyMS),
+		ChunkInterarrivalMS: p.gaps(r.ChunkInterarrivalMS),
+		PromptTokens:        p.i64(r.PromptTokens),
+		PromptTokenSource:   p.intern(r.PromptTokenSource),
+		PromptTokenExact:    r.PromptTokenExact,
+		OutputTokens:        p.i64(r.OutputTokens),
+		OutputTokenSource:   p.intern(r.OutputTokenSource),
+		OutputTokenExact:    r.OutputTokenExact,
+		TotalTokens:         p.i64(r.TotalTokens),
+		FinishReason:        p.internPtr(r.FinishReason),
+		ErrorType:           p.internPtr(r.ErrorType),
+		ErrorMessage:        p.internPtr(r.ErrorMessage),
+		HTTPStatus:          p.i64(r.HTTPStatus),
+		ArrivalMode:         p.intern(r.ArrivalMode),
+		RequestIndex:        p.i64(r.RequestIndex),
+		IntendedAtNS:        p.i64(r.IntendedAtNS),
+		DispatchLagMS:       p.f64(r.DispatchLagMS),
+		HeldForSlot:         p.boolPtr(r.HeldForSlot),
+		InFlightAtDispatch:  p.i64(r.InFlightAtDispatch),
+		PromptMode:          p.intern(r.PromptMode),
+		PromptID:            p.strPtr(r.PromptID),
+		PrefixGroup:         p.i64(r.PrefixGroup),
+		SharedPrefixTokens:  p.i64(r.SharedPrefixTokens),
+		PromptDigest:        p.strPtr(r.PromptDigest),
+		XRequestID:          p.strPtr(r.XRequestID),
+		TraceID:             p.strPtr(r.TraceID),
+		FirstAnswerMS:       p.f64(r.FirstAnswerMS),
+	}
+	if r.TimestampNS != nil && out.StartedAtNS != nil && *r.TimestampNS == *out.StartedAtNS {
+		out.TimestampNS = out.StartedAtNS
+	} else {
+		out.TimestampNS = p.i64(r.TimestampNS)
 	}
 	if x := out.XRequestID; x != nil && len(*x) > len(r.RequestID) && strings.HasSuffix(*x, r.RequestID) {
 		out.RequestID = (*x)[len(*x)-len(r.RequestID):]
@@ -546,4 +584,12 @@ func (p *packer) request(r *artifact.Request) Request {
 		out.RequestID = p.str(r.RequestID)
 	}
 	return out
+}
+
+// joinKeys is join.RequestOf(r) with its strings copied into p's blocks; ok is false for a
+// request never sent.
+func (p *packer) joinKeys(r *artifact.Request) (join.Request, bool) {
+	jr, ok := join.RequestOf(r)
+	jr.XRequestID, jr.TraceID = p.str(jr.XRequestID), p.str(jr.TraceID)
+	return jr, ok
 }

@@ -2,7 +2,6 @@ package analyze
 
 import (
 	"encoding/json"
-	"math"
 	"reflect"
 	"strconv"
 
@@ -22,52 +21,23 @@ const (
 	StatusRejected        = "rejected"
 )
 
-// Request is the analysis view of one measured infer.request v1 record: the fields analysis
-// reads, with the artifact's names and units (times *_Ns are Unix epoch nanoseconds, *_Ms
-// milliseconds; nil = not recorded). ChunkGapsMs are the gaps between content chunks
-// (chunk-level, never token-level). Span holds the attributes of the request's joined vLLM
-// span (gen_ai.latency.* in seconds) or nil; SpanMissingReason says why there is none
+// Request is the analysis view of one measured infer.request v1 record: the record itself
+// (artifact.Request, its fields and units as recorded; nil = not recorded) and the server
+// evidence joined to it by x_request_id. Span holds the attributes of the request's joined
+// vLLM span (gen_ai.latency.* in seconds) or nil; SpanMissingReason says why there is none
 // ("" reads as no_joined_span; "conflicting_spans", "multiple_spans" for quarantined ones).
 // ServerAdmitted is true when a server source confirmed it saw the request.
 type Request struct {
-	SessionID         string
-	RequestID         string
-	CaseID            string
-	XRequestID        *string
-	TraceID           *string // the traceparent trace id sent (span join by trace)
-	RequestIndex      *int64
-	Status            string
-	StartedAtNs       *int64
-	EndedAtNs         *int64
-	IntendedAtNs      *int64
-	E2EMs             *float64
-	TTFTMs            *float64
-	FirstChunkMs      *float64
-	DispatchLagMs     *float64
-	ChunkGapsMs       []float64
-	Stream            bool
-	PromptTokens      *int64
-	OutputTokens      *int64
-	TotalTokens       *int64
-	OutputTokenSource string
-	// HTTPStatus, ErrorType and ErrorMessage say why a request failed (nil when it did not,
-	// or when the record does not say).
-	HTTPStatus         *int64
-	ErrorType          *string
-	ErrorMessage       *string
-	ArrivalMode        string
-	HeldForSlot        bool
-	InFlightAtDispatch *int64
-	PromptMode         string
-	PromptID           *string
-	PromptDigest       *string
-	PrefixGroup        *int64
-	SharedPrefixTokens *int64
+	artifact.Request
 
 	Span              map[string]any
 	SpanMissingReason string
 	ServerAdmitted    bool
 }
+
+// heldForSlot reports whether the request waited for a free in-flight slot (held_for_slot
+// true; null reads as false).
+func heldForSlot(r *Request) bool { return r.HeldForSlot != nil && *r.HeldForSlot }
 
 // Criterion outcomes, request outcomes and span outcomes (stormlog.md §3.2).
 const (
@@ -90,79 +60,32 @@ var SpanAttributes = map[string]string{
 	"server.queue": "gen_ai.latency.time_in_queue",
 }
 
-// metricValue is a criterion's value in ms for one request, or why there is none.
-type metricValue struct {
-	ms            float64
-	ok            bool
-	notApplicable bool
-	reason        string
-}
-
-func value(v *float64, reason string) metricValue {
-	if v == nil {
-		return metricValue{reason: reason}
-	}
-	return metricValue{ms: *v, ok: true}
-}
-
-// requestValue returns the value of a per-request criterion key for r (stormlog.md §3.2).
-func requestValue(key string, r *Request) metricValue {
-	switch key {
-	case "client.ttft":
-		return value(r.TTFTMs, "no_client_ttft")
-	case "client.ttft_from_intended":
-		if r.TTFTMs == nil {
-			return metricValue{reason: "no_client_ttft"}
-		}
-		if r.DispatchLagMs == nil {
-			return metricValue{reason: "no_dispatch_lag"}
-		}
-		return metricValue{ms: *r.TTFTMs + *r.DispatchLagMs, ok: true}
-	case "client.e2e":
-		return value(r.E2EMs, "no_client_e2e")
-	case "client.e2e_from_intended":
-		if r.IntendedAtNs == nil || r.EndedAtNs == nil {
-			return metricValue{reason: "no_intended_or_end_time"}
-		}
-		return metricValue{ms: float64(*r.EndedAtNs-*r.IntendedAtNs) / 1e6, ok: true}
-	case "client.tpot":
-		// vLLM's benchmark formula, only with the output token count the server reported; one
-		// output token or none has no TPOT and counts as meeting the limit.
-		if r.OutputTokenSource != "server_usage" {
-			return metricValue{reason: "output_tokens_not_server_reported"}
-		}
-		if r.OutputTokens == nil {
-			return metricValue{reason: "no_output_tokens"}
-		}
-		if *r.OutputTokens <= 1 {
-			return metricValue{notApplicable: true, reason: "single_output_token"}
-		}
-		if r.TTFTMs == nil || r.E2EMs == nil {
-			return metricValue{reason: "no_client_ttft_or_e2e"}
-		}
-		return metricValue{ms: (*r.E2EMs - *r.TTFTMs) / float64(*r.OutputTokens-1), ok: true}
-	}
+// requestValue returns the value of a per-request criterion key for r: a client.* key is
+// (*artifact.Request).ClientMetric, the one definition of the client metrics; a server key
+// (SpanAttributes) reads the request's joined span, and without one has no value (reason
+// SpanMissingReason, or no_joined_span); any other key has no value (no_value).
+func requestValue(key string, r *Request) artifact.MetricValue {
 	if attr, ok := SpanAttributes[key]; ok {
 		if r.Span == nil {
 			reason := r.SpanMissingReason
 			if reason == "" {
 				reason = "no_joined_span"
 			}
-			return metricValue{reason: reason}
+			return artifact.MetricValue{Reason: reason}
 		}
 		return spanValue(r.Span, attr)
 	}
-	return metricValue{reason: "no_value"}
+	return r.ClientMetric(key)
 }
 
 // spanValue reads a span attribute in seconds as ms. A missing or non-numeric attribute
 // (string, bool, …) is span_attribute_missing:<attr>; NaN/±Inf is non_finite_value.
-func spanValue(attrs map[string]any, attr string) metricValue {
+func spanValue(attrs map[string]any, attr string) artifact.MetricValue {
 	seconds, ok := numberOf(attrs[attr])
 	if !ok {
-		return metricValue{reason: "span_attribute_missing:" + attr}
+		return artifact.MetricValue{Reason: "span_attribute_missing:" + attr}
 	}
-	return metricValue{ms: seconds * 1000, ok: true}
+	return artifact.MetricValue{Ms: seconds * 1000, OK: true}
 }
 
 // numberOf accepts JSON-decoded numbers (float64, json.Number, Go integer types); booleans,
@@ -189,18 +112,18 @@ func numberOf(v any) (float64, bool) {
 }
 
 // judgeValue applies one limit to one value (pass ⇔ value ≤ max, inclusive).
-func judgeValue(v metricValue, limit float64) (outcome, reason string) {
+func judgeValue(v artifact.MetricValue, limit float64) (outcome, reason string) {
 	switch {
-	case v.notApplicable:
-		return OutcomeNotApplicable, v.reason
-	case !v.ok:
-		if v.reason == "" {
-			return OutcomeUnknown, "no_value"
+	case v.NotApplicable:
+		return OutcomeNotApplicable, v.Reason
+	case !v.OK:
+		if v.Reason == "" {
+			return OutcomeUnknown, artifact.UnknownClientMetricKey
 		}
-		return OutcomeUnknown, v.reason
-	case math.IsNaN(v.ms) || math.IsInf(v.ms, 0):
+		return OutcomeUnknown, v.Reason
+	case !finite(v.Ms):
 		return OutcomeUnknown, "non_finite_value"
-	case v.ms <= limit:
+	case v.Ms <= limit:
 		return OutcomePass, ""
 	}
 	return OutcomeFail, ""
@@ -237,23 +160,23 @@ type SpanJudgement struct {
 }
 
 // judgeCriterion judges c for r; boundary "" means both boundaries are judged.
-func judgeCriterion(c Criterion, r *Request, boundary string) (outcome string, v metricValue, reason string) {
+func judgeCriterion(c Criterion, r *Request, boundary string) (outcome string, v artifact.MetricValue, reason string) {
 	if boundary != "" && c.Boundary != boundary {
-		return OutcomeUnknown, metricValue{}, c.Boundary + "_boundary"
+		return OutcomeUnknown, artifact.MetricValue{}, c.Boundary + "_boundary"
 	}
 	def, _ := criterionDef(c.Key())
 	if def.PerRequest == "" {
-		return OutcomeUnknown, metricValue{}, "aggregate_only"
+		return OutcomeUnknown, artifact.MetricValue{}, "aggregate_only"
 	}
 	v = requestValue(c.Key(), r)
 	outcome, reason = judgeValue(v, c.MaxMs)
 	return outcome, v, reason
 }
 
-func result(c Criterion, outcome string, v metricValue, reason string) CriterionResult {
+func result(c Criterion, outcome string, v artifact.MetricValue, reason string) CriterionResult {
 	res := CriterionResult{Key: c.Key(), Outcome: outcome, MaxMs: c.MaxMs, Reason: reason}
-	if v.ok && !math.IsNaN(v.ms) && !math.IsInf(v.ms, 0) {
-		res.ValueMs = f64Ptr(v.ms)
+	if v.OK && finite(v.Ms) {
+		res.ValueMs = f64Ptr(v.Ms)
 	}
 	return res
 }
@@ -496,19 +419,4 @@ func Evaluate(p *Policy, source string, requests []Request, rate *MeasuredInterv
 	e.GoodputUpperRPS = Rate(float64(met+unknown), rate)
 	e.GoodputLowerOutputTPS = Rate(float64(goodTokens), rate)
 	return e
-}
-
-// RequestFromRecord is the analysis view of one infer.request record, without server
-// evidence (Span nil). Live consumers (the exporter) use it to read a request's metrics
-// exactly as the report and SLO judgement read them.
-func RequestFromRecord(r *artifact.Request) Request { return fromArtifact(r, nil) }
-
-// MetricMs returns the value in milliseconds of a per-request client metric key
-// ("client.ttft", "client.ttft_from_intended", "client.e2e", "client.e2e_from_intended",
-// "client.tpot") with the definitions SLO judgement uses (README "Metric definitions"); ok is
-// false when the request has no value for it (e.g. TPOT without server-reported usage, or
-// with one output token).
-func (r *Request) MetricMs(key string) (ms float64, ok bool) {
-	v := requestValue(key, r)
-	return v.ms, v.ok
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/inferprobe/inferprobe/artifact"
 )
 
 // Interval kinds and numerator cohorts (stormlog.md §3.3).
@@ -120,20 +122,6 @@ type Intervals struct {
 	RateReason                   *string           `json:"rate_reason"`
 }
 
-// PhaseWindow is the analysis view of a case's measured infer.phase_window record.
-// AbandonedStillRunning is abandoned_requests.still_running (nil when not recorded).
-type PhaseWindow struct {
-	SessionID                 string
-	ArrivalMode               string
-	StartedAtNs               *int64
-	WindowEndedAtNs           *int64
-	DrainedAtNs               *int64
-	ScheduledArrivals         *int64
-	ScheduledEndpointOffsetNs *int64
-	PromptsDigest             *string
-	AbandonedStillRunning     *int64
-}
-
 // ArrivalSpec is a case's arrival shape from the infer.workload record. TraceArrivals is a
 // replay trace's arrival count.
 type ArrivalSpec struct {
@@ -164,7 +152,7 @@ type ScheduleFunc func(caseID string) (arrivals int64, endpointNs *int64, ok boo
 type CaseInput struct {
 	CaseID           string
 	Requests         []Request
-	Window           *PhaseWindow
+	Window           *artifact.PhaseWindow
 	WorkloadRecorded bool
 	Arrival          *ArrivalSpec
 	Measurement      *Measurement
@@ -308,7 +296,7 @@ func Populate(in CaseInput) (Population, Intervals) {
 	if in.Window == nil && in.WorkloadRecorded {
 		hard = append(hard, RateReasonPhaseWindowMissing)
 	}
-	if in.Window != nil && (in.Window.StartedAtNs == nil || in.Window.DrainedAtNs == nil) {
+	if in.Window != nil && (in.Window.StartedAtNS == nil || in.Window.DrainedAtNS == nil) {
 		hard = append(hard, RateReasonPhaseWindowIncomplete)
 	}
 	pop := countPopulation(in.Requests, in.ServerSource)
@@ -367,7 +355,7 @@ func countPopulation(requests []Request, serverSource bool) Population {
 }
 
 // cohortIssues returns the hard cohort problems and the soft notes.
-func cohortIssues(requests []Request, w *PhaseWindow, scheduled *int64) (hard, soft []string) {
+func cohortIssues(requests []Request, w *artifact.PhaseWindow, scheduled *int64) (hard, soft []string) {
 	hard = []string{}
 	ids := make(map[string]struct{}, len(requests))
 	xids := make(map[string]struct{}, len(requests))
@@ -403,7 +391,7 @@ func cohortIssues(requests []Request, w *PhaseWindow, scheduled *int64) (hard, s
 	}
 	var start, drained *int64
 	if w != nil {
-		start, drained = w.StartedAtNs, w.DrainedAtNs
+		start, drained = w.StartedAtNS, w.DrainedAtNS
 	}
 	outside := 0
 	for i := range requests {
@@ -421,8 +409,8 @@ func cohortIssues(requests []Request, w *PhaseWindow, scheduled *int64) (hard, s
 			break
 		}
 	}
-	if w != nil && w.AbandonedStillRunning != nil && *w.AbandonedStillRunning != 0 {
-		soft = append(soft, fmt.Sprintf("abandoned_requests_at_start: %d", *w.AbandonedStillRunning))
+	if w != nil && w.AbandonedRequests != nil && w.AbandonedRequests.StillRunning != 0 {
+		soft = append(soft, fmt.Sprintf("abandoned_requests_at_start: %d", w.AbandonedRequests.StillRunning))
 	}
 	return hard, soft
 }
@@ -477,13 +465,13 @@ func indexIssues(requests []Request, scheduled *int64) []string {
 // outsideWindow: times missing or reversed, a start before the phase start, or an end more
 // than 1 s after the drain end.
 func outsideWindow(r *Request, start, drained *int64) bool {
-	if r.StartedAtNs == nil || r.EndedAtNs == nil || *r.StartedAtNs > *r.EndedAtNs {
+	if r.StartedAtNS == nil || r.EndedAtNS == nil || *r.StartedAtNS > *r.EndedAtNS {
 		return true
 	}
-	if start != nil && *r.StartedAtNs < *start {
+	if start != nil && *r.StartedAtNS < *start {
 		return true
 	}
-	return drained != nil && *r.EndedAtNs > *drained+endSlackNs
+	return drained != nil && *r.EndedAtNS > *drained+endSlackNs
 }
 
 // intervalsOf chooses the rate interval (stormlog.md §3.3 table).
@@ -501,22 +489,22 @@ func intervalsOf(in *CaseInput) Intervals {
 		iv.Rate = iv.RequestSpan
 		iv.RateReason = strPtr(RateReasonNoPhaseWindow)
 		return iv
-	case w.StartedAtNs == nil || w.DrainedAtNs == nil:
+	case w.StartedAtNS == nil || w.DrainedAtNS == nil:
 		iv.RateReason = strPtr(RateReasonPhaseWindowIncomplete)
 		return iv
 	}
-	start, drained := *w.StartedAtNs, *w.DrainedAtNs
+	start, drained := *w.StartedAtNS, *w.DrainedAtNS
 	iv.MeasuredSpan = NewInterval(KindMeasuredSpan, start, drained, CohortAllMeasured)
 	iv.DispatchWindow = dispatchWindow(in.Requests)
-	if w.WindowEndedAtNs != nil {
-		iv.Drain = NewInterval(KindDrain, *w.WindowEndedAtNs, drained, CohortAllMeasured)
+	if w.WindowEndedAtNS != nil {
+		iv.Drain = NewInterval(KindDrain, *w.WindowEndedAtNS, drained, CohortAllMeasured)
 	}
 	mode := w.ArrivalMode
 	if mode == "" || mode == ModeClosed {
 		iv.Rate = iv.MeasuredSpan
 		return iv
 	}
-	endpoint := w.ScheduledEndpointOffsetNs
+	endpoint := w.ScheduledEndpointOffsetNS
 	if endpoint == nil {
 		_, endpoint = in.recomputed()
 	}
@@ -540,10 +528,10 @@ func dispatchWindow(requests []Request) *MeasuredInterval {
 	found := false
 	for i := range requests {
 		r := &requests[i]
-		if r.Status == StatusDropped || r.StartedAtNs == nil {
+		if r.Status == StatusDropped || r.StartedAtNS == nil {
 			continue
 		}
-		s := *r.StartedAtNs
+		s := *r.StartedAtNS
 		if !found || s < lo {
 			lo = s
 		}
@@ -573,14 +561,14 @@ func requestSpan(requests []Request) *MeasuredInterval {
 func startEndSpan(requests []Request, okOnly bool) (lo, hi int64, found bool) {
 	for i := range requests {
 		r := &requests[i]
-		if r.StartedAtNs == nil || r.EndedAtNs == nil || (okOnly && r.Status != StatusOK) {
+		if r.StartedAtNS == nil || r.EndedAtNS == nil || (okOnly && r.Status != StatusOK) {
 			continue
 		}
-		if !found || *r.StartedAtNs < lo {
-			lo = *r.StartedAtNs
+		if !found || *r.StartedAtNS < lo {
+			lo = *r.StartedAtNS
 		}
-		if !found || *r.EndedAtNs > hi {
-			hi = *r.EndedAtNs
+		if !found || *r.EndedAtNS > hi {
+			hi = *r.EndedAtNS
 		}
 		found = true
 	}

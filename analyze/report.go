@@ -380,7 +380,7 @@ func AnalyzeInput(ctx context.Context, in *Input, opts Options) (*Report, error)
 		c := CaseInput{
 			CaseID:           id,
 			Requests:         in.Cases[id],
-			Window:           fromWindow(windows[id]),
+			Window:           windows[id],
 			WorkloadRecorded: a.Workload != nil,
 			Scheduler:        opts.Scheduler,
 			ServerSource:     opts.Server != nil,
@@ -472,46 +472,6 @@ func artifactPolicy(records []artifact.SLORecord) (*Policy, error) {
 	return p, nil
 }
 
-// fromArtifact is the analysis view of an infer.request v1 record, joined to its server
-// evidence by x_request_id. Slices and pointers are shared, not copied.
-func fromArtifact(r *artifact.Request, server *ServerEvidence) Request {
-	out := Request{
-		SessionID:          r.SessionID,
-		RequestID:          r.RequestID,
-		CaseID:             r.CaseID,
-		XRequestID:         r.XRequestID,
-		TraceID:            r.TraceID,
-		RequestIndex:       r.RequestIndex,
-		Status:             r.Status,
-		StartedAtNs:        r.StartedAtNS,
-		EndedAtNs:          r.EndedAtNS,
-		IntendedAtNs:       r.IntendedAtNS,
-		E2EMs:              r.E2ELatencyMS,
-		TTFTMs:             r.TTFTMS,
-		FirstChunkMs:       r.FirstChunkLatencyMS,
-		DispatchLagMs:      r.DispatchLagMS,
-		ChunkGapsMs:        r.ChunkInterarrivalMS,
-		Stream:             r.Stream,
-		PromptTokens:       r.PromptTokens,
-		OutputTokens:       r.OutputTokens,
-		TotalTokens:        r.TotalTokens,
-		OutputTokenSource:  r.OutputTokenSource,
-		HTTPStatus:         r.HTTPStatus,
-		ErrorType:          r.ErrorType,
-		ErrorMessage:       r.ErrorMessage,
-		ArrivalMode:        r.ArrivalMode,
-		HeldForSlot:        r.HeldForSlot != nil && *r.HeldForSlot,
-		InFlightAtDispatch: r.InFlightAtDispatch,
-		PromptMode:         r.PromptMode,
-		PromptID:           r.PromptID,
-		PromptDigest:       r.PromptDigest,
-		PrefixGroup:        r.PrefixGroup,
-		SharedPrefixTokens: r.SharedPrefixTokens,
-	}
-	joinServer(&out, server)
-	return out
-}
-
 // joinServer sets the request's server-evidence fields from server by x_request_id (a
 // dropped request was never sent, so it joins nothing); without evidence they are cleared.
 func joinServer(r *Request, server *ServerEvidence) {
@@ -532,26 +492,6 @@ func joinServer(r *Request, server *ServerEvidence) {
 	if server.Admitted[id] {
 		r.ServerAdmitted = true
 	}
-}
-
-func fromWindow(w *artifact.PhaseWindow) *PhaseWindow {
-	if w == nil {
-		return nil
-	}
-	out := &PhaseWindow{
-		SessionID:                 w.SessionID,
-		ArrivalMode:               w.ArrivalMode,
-		StartedAtNs:               w.StartedAtNS,
-		WindowEndedAtNs:           w.WindowEndedAtNS,
-		DrainedAtNs:               w.DrainedAtNS,
-		ScheduledArrivals:         w.ScheduledArrivals,
-		ScheduledEndpointOffsetNs: w.ScheduledEndpointOffsetNS,
-		PromptsDigest:             w.PromptsDigest,
-	}
-	if w.AbandonedRequests != nil {
-		out.AbandonedStillRunning = i64Ptr(w.AbandonedRequests.StillRunning)
-	}
-	return out
 }
 
 func fromArrival(a artifact.ArrivalSpec) *ArrivalSpec {

@@ -165,7 +165,7 @@ func TestReportVersion2(t *testing.T) {
 	if c.Cache.Requested != "unspecified" || c.Cache.RunKind != nil || c.Memory.ObservationScope != "client_local" {
 		t.Errorf("cache %+v memory %+v", c.Cache, c.Memory)
 	}
-	for _, key := range ClientMetrics {
+	for _, key := range artifact.ClientMetrics {
 		if _, ok := c.Latency.Metrics[key]; !ok {
 			t.Errorf("latency block lacks %s", key)
 		}

@@ -18,13 +18,13 @@ func scheduleKept(in *Input) bool {
 	for _, list := range in.Cases {
 		for i := range list {
 			r := &list[i]
-			if r.Status == StatusDropped || r.HeldForSlot {
+			if r.Status == StatusDropped || heldForSlot(r) {
 				return false
 			}
-			if r.ArrivalMode == "closed" || r.IntendedAtNs == nil || r.DispatchLagMs == nil {
+			if r.ArrivalMode == "closed" || r.IntendedAtNS == nil || r.DispatchLagMS == nil {
 				continue
 			}
-			if v := *r.DispatchLagMs; !math.IsNaN(v) && !math.IsInf(v, 0) {
+			if v := *r.DispatchLagMS; !math.IsNaN(v) && !math.IsInf(v, 0) {
 				lags = append(lags, v)
 			}
 		}

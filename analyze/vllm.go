@@ -126,31 +126,14 @@ func analyzeVLLM(in *Input, extra []artifact.VLLMSpan) (*vllmResult, error) {
 	}
 
 	var reqs []join.Request
-	caseOf := map[string]string{}
-	for id, list := range in.Cases {
+	for _, list := range in.Cases {
 		for i := range list {
-			r := &list[i]
-			if r.XRequestID == nil {
-				continue
+			if jr, ok := join.RequestOf(&list[i].Request); ok {
+				reqs = append(reqs, jr)
 			}
-			jr := join.Request{XRequestID: *r.XRequestID, Measured: true}
-			if r.TraceID != nil {
-				jr.TraceID = *r.TraceID
-			}
-			reqs = append(reqs, jr)
-			caseOf[*r.XRequestID] = id
 		}
 	}
-	for _, r := range in.Warmup {
-		jr := join.Request{}
-		if r.XRequestID != nil {
-			jr.XRequestID = *r.XRequestID
-		}
-		if r.TraceID != nil {
-			jr.TraceID = *r.TraceID
-		}
-		reqs = append(reqs, jr)
-	}
+	reqs = append(reqs, in.Warmup...)
 	js := make([]join.Span, len(spans))
 	sources := map[string]int{}
 	for i := range spans {
