@@ -163,12 +163,13 @@ func readFrom(ctx context.Context, r io.Reader, path string, o readOptions) (*In
 	defer cancel()
 	work := make(chan *block)
 	order := make(chan *block, 2*o.workers)
+	rc := newRecycler(o.workers + 2)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		defer close(order)
 		defer close(work)
-		splitBlocks(ctx, r, o, work, order)
+		splitBlocks(ctx, r, o, rc, work, order)
 	}()
 	for range o.workers {
 		wg.Add(1)
@@ -181,7 +182,11 @@ func readFrom(ctx context.Context, r io.Reader, path string, o readOptions) (*In
 					b.res <- blockResult{err: b.err}
 					continue
 				}
-				b.res <- decodeBlock(rd, &p, b.data)
+				res := decodeBlock(rd, &p, b.data, rc.itemList())
+				if res.err == nil {
+					rc.release(b.data)
+				}
+				b.res <- res
 			}
 		}()
 	}
@@ -241,6 +246,7 @@ func readFrom(ctx context.Context, r io.Reader, path string, o readOptions) (*In
 			}
 			keep(a, it)
 		}
+		rc.releaseItems(res.items)
 		st.Lines += res.stats.Lines
 		st.Records += res.stats.Records
 		st.BlankLines += res.stats.BlankLines
@@ -294,9 +300,9 @@ func keep(a *artifact.Artifact, it *blockItem) {
 	}
 }
 
-// decodeBlock reads one block with artifact.Reader, converting measured requests with p.
-func decodeBlock(rd artifact.Reader, p *packer, data []byte) blockResult {
-	var items []blockItem
+// decodeBlock reads one block with artifact.Reader, packing measured requests with p, into
+// items (an empty list to append to).
+func decodeBlock(rd artifact.Reader, p *packer, data []byte, items []blockItem) blockResult {
 	st, err := rd.Read(bytes.NewReader(data), func(rec artifact.Line) error {
 		switch v := rec.Value.(type) {
 		case *artifact.Request:
@@ -320,8 +326,10 @@ func decodeBlock(rd artifact.Reader, p *packer, data []byte) blockResult {
 // splitBlocks cuts the file into blocks that end at a newline (the final one at EOF) and
 // hands each to the workers (work) and, in file order, to the merger (order). A line longer
 // than the limit is handed over as it is, so that artifact.Read reports it; so is a read
-// error. It stops when ctx ends.
-func splitBlocks(ctx context.Context, r io.Reader, o readOptions, work, order chan<- *block) {
+// error. Block buffers come from rc; the partial line after a block's last newline is
+// copied out before the block is handed over, so a recycled buffer is never read again. It
+// stops when ctx ends.
+func splitBlocks(ctx context.Context, r io.Reader, o readOptions, rc *recycler, work, order chan<- *block) {
 	send := func(b *block) bool {
 		b.res = make(chan blockResult, 1)
 		select {
@@ -336,13 +344,12 @@ func splitBlocks(ctx context.Context, r io.Reader, o readOptions, work, order ch
 			return false
 		}
 	}
-	var pending []byte
+	var carry []byte // the partial line after the last block handed over
 	for {
 		// a long line grows the buffer geometrically, not by one block at a time
-		buf := make([]byte, len(pending), len(pending)+max(o.blockBytes, len(pending)))
-		copy(buf, pending)
-		n, err := io.ReadFull(r, buf[len(pending):cap(buf)])
-		buf = buf[:len(pending)+n]
+		buf := append(rc.buffer(len(carry)+max(o.blockBytes, len(carry))), carry...)
+		n, err := io.ReadFull(r, buf[len(carry):cap(buf)])
+		buf = buf[:len(carry)+n]
 		switch {
 		case err == io.EOF || err == io.ErrUnexpectedEOF:
 			send(&block{data: buf, final: true})
@@ -364,13 +371,67 @@ func splitBlocks(ctx context.Context, r io.Reader, o readOptions, work, order ch
 				send(&block{data: buf, final: true})
 				return
 			}
-			pending = buf
+			carry = append(carry[:0], buf...)
+			rc.release(buf)
 			continue
 		}
+		carry = append(carry[:0], buf[i+1:]...)
 		if !send(&block{data: buf[:i+1]}) {
 			return
 		}
-		pending = buf[i+1:]
+	}
+}
+
+// recycler keeps the buffers of blocks already decoded (their bytes) and merged (their item
+// lists) for the next blocks, so that reading a file allocates a few blocks' worth of them
+// instead of the file's size again. Safe for concurrent use; at most free buffers of each
+// kind are kept.
+type recycler struct {
+	data  chan []byte
+	items chan []blockItem
+}
+
+func newRecycler(free int) *recycler {
+	return &recycler{data: make(chan []byte, free), items: make(chan []blockItem, free)}
+}
+
+// buffer returns an empty byte slice with a capacity of at least n.
+func (rc *recycler) buffer(n int) []byte {
+	select {
+	case b := <-rc.data:
+		if cap(b) >= n {
+			return b[:0]
+		}
+	default:
+	}
+	return make([]byte, 0, n)
+}
+
+// release hands back a block's bytes once nothing reads them any more.
+func (rc *recycler) release(b []byte) {
+	select {
+	case rc.data <- b[:0]:
+	default:
+	}
+}
+
+// itemList returns an empty item list.
+func (rc *recycler) itemList() []blockItem {
+	select {
+	case l := <-rc.items:
+		return l
+	default:
+		return nil
+	}
+}
+
+// releaseItems hands back a merged block's item list, cleared so that it holds on to none
+// of the records it carried.
+func (rc *recycler) releaseItems(l []blockItem) {
+	clear(l)
+	select {
+	case rc.items <- l[:0]:
+	default:
 	}
 }
 
@@ -395,14 +456,19 @@ func declaredCount(w *artifact.Workload, caseID string) int {
 // packer copies the fields of decoded requests into shared blocks, so that a million
 // requests are a few thousand allocations instead of tens of millions: strings are appended
 // to a strings.Builder (its String() views never change as it grows within its capacity),
-// numbers and chunk gaps to fixed-size slices that are never reallocated.
+// numbers and chunk gaps to fixed-size slices that are never reallocated. Pointers to equal
+// small integers (token counts, HTTP statuses, in-flight counts: 0 to smallInts−1) and to
+// equal repetitive strings (internPtr) share one value, as interned strings share one copy:
+// packed records are read, never written through.
 type packer struct {
 	text   strings.Builder
 	ints   []int64
 	floats []float64
 	bools  []bool
 	strs   []string
+	small  *[smallInts]int64 // the values 0…smallInts−1, shared by the pointers to them
 	names  map[string]string
+	ptrs   map[string]*string // the shared pointers of internPtr
 }
 
 const (
@@ -411,6 +477,7 @@ const (
 	floatBlock  = 64 << 10
 	stringBlock = 4 << 10
 	boolBlock   = 64 << 10
+	smallInts   = 4096
 	maxNames    = 1 << 16
 )
 
@@ -429,17 +496,28 @@ func (p *packer) intern(s string) string {
 	return v
 }
 
-// internPtr is strPtr for repetitive values (error types and messages repeat across the
-// requests of a failing run).
+// internPtr is strPtr for repetitive values (finish reasons, error types and messages
+// repeat across requests): requests with equal values share one pointer, as they share one
+// copy of the text.
 func (p *packer) internPtr(s *string) *string {
 	if s == nil {
 		return nil
+	}
+	if v, ok := p.ptrs[*s]; ok {
+		return v
+	}
+	if p.ptrs == nil {
+		p.ptrs = map[string]*string{}
 	}
 	if len(p.strs) == cap(p.strs) {
 		p.strs = make([]string, 0, stringBlock)
 	}
 	p.strs = append(p.strs, p.intern(*s))
-	return &p.strs[len(p.strs)-1]
+	v := &p.strs[len(p.strs)-1]
+	if len(p.ptrs) < maxNames {
+		p.ptrs[*v] = v
+	}
+	return v
 }
 
 // str copies s into the current text block.
@@ -473,6 +551,15 @@ func (p *packer) strPtr(s *string) *string {
 func (p *packer) i64(v *int64) *int64 {
 	if v == nil {
 		return nil
+	}
+	if n := *v; n >= 0 && n < smallInts {
+		if p.small == nil {
+			p.small = new([smallInts]int64)
+			for i := range p.small {
+				p.small[i] = int64(i)
+			}
+		}
+		return &p.small[n]
 	}
 	if len(p.ints) == cap(p.ints) {
 		p.ints = make([]int64, 0, intBlock)

@@ -65,6 +65,9 @@ var SpanAttributes = map[string]string{
 // (SpanAttributes) reads the request's joined span, and without one has no value (reason
 // SpanMissingReason, or no_joined_span); any other key has no value (no_value).
 func requestValue(key string, r *Request) artifact.MetricValue {
+	if v := r.ClientMetric(key); v.Reason != artifact.UnknownClientMetricKey {
+		return v
+	}
 	if attr, ok := SpanAttributes[key]; ok {
 		if r.Span == nil {
 			reason := r.SpanMissingReason
@@ -75,7 +78,7 @@ func requestValue(key string, r *Request) artifact.MetricValue {
 		}
 		return spanValue(r.Span, attr)
 	}
-	return r.ClientMetric(key)
+	return artifact.MetricValue{Reason: artifact.UnknownClientMetricKey}
 }
 
 // spanValue reads a span attribute in seconds as ms. A missing or non-numeric attribute
