@@ -302,17 +302,75 @@ func share(part, whole int) *float64 {
 // "file" or "artifact"; cohort, when non-nil, is the case's population whose validity the
 // evaluation carries.
 func Evaluate(p *Policy, source string, requests []Request, rate *MeasuredInterval, cohort *Population) *Evaluation {
-	type counts struct {
-		pass, fail, na, unknown int
-		reasons                 map[string]int
-		order                   []string
+	t := judgeAll(p, requests)
+	offered := len(requests)
+	e := &Evaluation{
+		Format:              EvaluationFormat,
+		Version:             EvaluationVersion,
+		SLOName:             p.Name,
+		SLODigest:           p.Digest(),
+		SLOSource:           source,
+		Status:              EvaluationEvaluated,
+		PopulationDeclared:  p.Population,
+		PopulationEvaluated: PopulationOffered,
+		Offered:             offered,
+		Met:                 t.met,
+		Missed:              offered - t.met - t.unknown,
+		Unknown:             t.unknown,
+		EvidenceCoverage:    share(t.complete, t.successful),
+		PerCriterion:        make(map[string]CriterionCounts, len(p.Criteria)),
+		Interval:            rate,
+		CohortIssues:        []string{},
 	}
-	per := make([]counts, len(p.Criteria))
-	for i := range per {
-		per[i].reasons = map[string]int{}
+	if cohort != nil {
+		e.CohortValid = boolPtr(cohort.CohortValid)
+		e.CohortIssues = append([]string{}, cohort.Issues...)
 	}
-	met, unknown, successful, complete := 0, 0, 0, 0
-	var goodTokens int64
+	var reason *string
+	for ci, c := range p.Criteria {
+		cc, why := t.per[ci].counts(c, offered, t.successful)
+		e.PerCriterion[c.Key()] = cc
+		if reason == nil && why != "" {
+			reason = strPtr(c.Key() + ": " + why)
+		}
+	}
+	if reason != nil {
+		e.Status = EvaluationUnmeasurable
+		e.Reason = reason
+		return e
+	}
+	e.AttainmentLower = share(t.met, offered)
+	e.AttainmentUpper = share(t.met+t.unknown, offered)
+	e.GoodputLowerRPS = Rate(float64(t.met), rate)
+	e.GoodputUpperRPS = Rate(float64(t.met+t.unknown), rate)
+	e.GoodputLowerOutputTPS = Rate(float64(t.goodTokens), rate)
+	return e
+}
+
+// judgement is a case's requests judged against a policy: met and unknown requests (a
+// request that is not ok, or fails a criterion, is missed), the successful ones and those
+// whose every criterion could be judged, the met requests' output tokens, and each
+// criterion's outcomes over the successful requests.
+type judgement struct {
+	met, unknown, successful, complete int
+	goodTokens                         int64
+	per                                []criterionTally
+}
+
+// criterionTally is one criterion's outcomes over a case's successful requests, with the
+// unknown reasons counted in first-seen order.
+type criterionTally struct {
+	pass, fail, na, unknown int
+	reasons                 map[string]int
+	order                   []string
+}
+
+// judgeAll judges every request against every criterion of p.
+func judgeAll(p *Policy, requests []Request) judgement {
+	t := judgement{per: make([]criterionTally, len(p.Criteria))}
+	for i := range t.per {
+		t.per[i].reasons = map[string]int{}
+	}
 	for i := range requests {
 		r := &requests[i]
 		ok := r.Status == StatusOK
@@ -325,101 +383,71 @@ func Evaluate(p *Policy, source string, requests []Request, rate *MeasuredInterv
 			case OutcomeUnknown:
 				unk = true
 			}
-			if !ok {
-				continue
-			}
-			pc := &per[ci]
-			switch outcome {
-			case OutcomePass:
-				pc.pass++
-			case OutcomeFail:
-				pc.fail++
-			case OutcomeNotApplicable:
-				pc.na++
-			case OutcomeUnknown:
-				pc.unknown++
-				if pc.reasons[reason] == 0 {
-					pc.order = append(pc.order, reason)
-				}
-				pc.reasons[reason]++
+			if ok {
+				t.per[ci].add(outcome, reason)
 			}
 		}
 		if !ok {
 			continue
 		}
-		successful++
+		t.successful++
 		if !unk {
-			complete++
+			t.complete++
 		}
 		switch {
 		case fail:
 		case unk:
-			unknown++
+			t.unknown++
 		default:
-			met++
+			t.met++
 			if r.OutputTokens != nil {
-				goodTokens += *r.OutputTokens
+				t.goodTokens += *r.OutputTokens
 			}
 		}
 	}
-	offered := len(requests)
-	e := &Evaluation{
-		Format:              EvaluationFormat,
-		Version:             EvaluationVersion,
-		SLOName:             p.Name,
-		SLODigest:           p.Digest(),
-		SLOSource:           source,
-		Status:              EvaluationEvaluated,
-		PopulationDeclared:  p.Population,
-		PopulationEvaluated: PopulationOffered,
-		Offered:             offered,
-		Met:                 met,
-		Missed:              offered - met - unknown,
-		Unknown:             unknown,
-		EvidenceCoverage:    share(complete, successful),
-		PerCriterion:        make(map[string]CriterionCounts, len(p.Criteria)),
-		Interval:            rate,
-		CohortIssues:        []string{},
-	}
-	if cohort != nil {
-		e.CohortValid = boolPtr(cohort.CohortValid)
-		e.CohortIssues = append([]string{}, cohort.Issues...)
-	}
-	var reason *string
-	for ci, c := range p.Criteria {
-		pc := per[ci]
-		def, _ := criterionDef(c.Key())
-		cc := CriterionCounts{Pass: pc.pass, Fail: pc.fail, NotApplicable: pc.na, Unknown: pc.unknown}
-		unjudgeable := pc.unknown > 0 && pc.unknown == successful
-		if def.PerRequest != "" && !unjudgeable {
-			cc.AttainmentLower = share(pc.pass+pc.na, offered)
-			cc.AttainmentUpper = share(pc.pass+pc.na+pc.unknown, offered)
+	return t
+}
+
+func (pc *criterionTally) add(outcome, reason string) {
+	switch outcome {
+	case OutcomePass:
+		pc.pass++
+	case OutcomeFail:
+		pc.fail++
+	case OutcomeNotApplicable:
+		pc.na++
+	case OutcomeUnknown:
+		pc.unknown++
+		if pc.reasons[reason] == 0 {
+			pc.order = append(pc.order, reason)
 		}
-		e.PerCriterion[c.Key()] = cc
-		if reason != nil {
-			continue
-		}
-		if def.PerRequest == "" {
-			reason = strPtr(c.Key() + ": aggregate_only")
-		} else if unjudgeable {
-			best := pc.order[0]
-			for _, r := range pc.order {
-				if pc.reasons[r] > pc.reasons[best] {
-					best = r
-				}
+		pc.reasons[reason]++
+	}
+}
+
+// counts is the criterion's CriterionCounts over offered requests, and why the evaluation
+// is unmeasurable because of it ("" when it is not): aggregate_only for a criterion without
+// per-request values, else the most frequent unknown reason (first seen on ties) when no
+// successful request could be judged on it.
+func (pc *criterionTally) counts(c Criterion, offered, successful int) (CriterionCounts, string) {
+	def, _ := criterionDef(c.Key())
+	cc := CriterionCounts{Pass: pc.pass, Fail: pc.fail, NotApplicable: pc.na, Unknown: pc.unknown}
+	unjudgeable := pc.unknown > 0 && pc.unknown == successful
+	if def.PerRequest != "" && !unjudgeable {
+		cc.AttainmentLower = share(pc.pass+pc.na, offered)
+		cc.AttainmentUpper = share(pc.pass+pc.na+pc.unknown, offered)
+	}
+	switch {
+	case def.PerRequest == "":
+		return cc, "aggregate_only"
+	case unjudgeable:
+		best := pc.order[0]
+		for _, r := range pc.order {
+			if pc.reasons[r] > pc.reasons[best] {
+				best = r
 			}
-			reason = strPtr(c.Key() + ": " + best)
 		}
+		return cc, best
 	}
-	if reason != nil {
-		e.Status = EvaluationUnmeasurable
-		e.Reason = reason
-		return e
-	}
-	e.AttainmentLower = share(met, offered)
-	e.AttainmentUpper = share(met+unknown, offered)
-	e.GoodputLowerRPS = Rate(float64(met), rate)
-	e.GoodputUpperRPS = Rate(float64(met+unknown), rate)
-	e.GoodputLowerOutputTPS = Rate(float64(goodTokens), rate)
-	return e
+	return cc, ""
 }
