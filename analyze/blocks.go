@@ -40,7 +40,7 @@ func spread4(values []float64) Spread4 {
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-// Arrivals is a case's arrivals block (stormlog.md §2.6; seed "Arrivals"): what was offered,
+// Arrivals is a case's arrivals block: what was offered,
 // sent, completed (status ok), dropped and held for a slot (dropped excluded), failures by
 // status (ok and dropped excluded), the highest recorded in_flight_at_dispatch, the offered
 // rate (N−1)/(last intended − first intended) (nil for a closed loop, fewer than two intents

@@ -38,7 +38,7 @@ type Memory struct {
 	ServerMembers []ServerMember `json:"server_members,omitempty"`
 }
 
-// CaseReport is one case of the version-2 report (stormlog.md §2.6). RequestCount counts its
+// CaseReport is one case of the version-2 report. RequestCount counts its
 // successful requests. SLO is present only when a policy was given.
 type CaseReport struct {
 	RequestCount int                 `json:"request_count"`

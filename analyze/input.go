@@ -48,8 +48,8 @@ func NewInput(a *artifact.Artifact) *Input {
 	return in
 }
 
-// Validate checks what every analysis needs (artifact.Artifact.Validate's rules, stormlog.md
-// §6): at least one infer.session v1 record and one infer.request v1 record. The error wraps
+// Validate checks what every analysis needs (artifact.Artifact.Validate's rules): at least
+// one infer.session v1 record and one infer.request v1 record. The error wraps
 // artifact.ErrInvalidArtifact.
 func (in *Input) Validate() error {
 	if in == nil || in.Artifact == nil {

@@ -2,7 +2,7 @@ package analyze
 
 import "math"
 
-// Interval kinds and numerator cohorts (stormlog.md §3.3).
+// Interval kinds and numerator cohorts.
 const (
 	KindScheduledWindow = "scheduled_window"
 	KindDispatchWindow  = "dispatch_window"
@@ -68,7 +68,7 @@ type Intervals struct {
 	RateReason                   *string           `json:"rate_reason"`
 }
 
-// intervalsOf chooses the rate interval (stormlog.md §3.3 table).
+// intervalsOf chooses the rate interval.
 func intervalsOf(in *CaseInput) Intervals {
 	iv := Intervals{
 		RequestSpan:             requestSpan(in.Requests),
@@ -169,9 +169,9 @@ func startEndSpan(requests []Request, okOnly bool) (lo, hi int64, found bool) {
 	return lo, hi, found
 }
 
-// Throughput is the successful requests' rates per second of the case's rate interval
-// (stormlog.md §2.6): every field is nil (never 0) when there is no rate interval or it has
-// no length. There is no duration_seconds in analysis version 2.
+// Throughput is the successful requests' rates per second of the case's rate interval: every
+// field is nil (never 0) when there is no rate interval or it has no length. There is no
+// duration_seconds in analysis version 2.
 type Throughput struct {
 	IntervalKind          *string  `json:"interval_kind"`
 	IntervalSeconds       *float64 `json:"interval_seconds"`

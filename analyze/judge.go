@@ -8,7 +8,7 @@ import (
 	"github.com/inferprobe/inferprobe/artifact"
 )
 
-// Request statuses (stormlog.md §2.5; seed "Request outcomes"). Any other status is counted
+// Request statuses. Any other status is counted
 // under population.other by name.
 const (
 	StatusOK              = "ok"
@@ -39,7 +39,7 @@ type Request struct {
 // true; null reads as false).
 func heldForSlot(r *Request) bool { return r.HeldForSlot != nil && *r.HeldForSlot }
 
-// Criterion outcomes, request outcomes and span outcomes (stormlog.md §3.2).
+// Criterion outcomes, request outcomes and span outcomes.
 const (
 	OutcomePass          = "pass"
 	OutcomeFail          = "fail"
@@ -200,7 +200,7 @@ func combine(results []CriterionResult) string {
 	return CriteriaMet
 }
 
-// JudgeRequest judges one request against every criterion of the policy (stormlog.md §3.2).
+// JudgeRequest judges one request against every criterion of the policy.
 // Client criteria read the request; server criteria read only its joined span.
 func (p *Policy) JudgeRequest(r *Request) RequestJudgement {
 	results := make([]CriterionResult, len(p.Criteria))
@@ -248,15 +248,14 @@ type CriterionCounts struct {
 	AttainmentUpper *float64 `json:"attainment_upper"`
 }
 
-// Evaluation is a case judged against a policy: the stormlog.infer.slo_evaluation v1 record
-// (stormlog.md §3.4). Over every offered request (dropped included): attainment_lower =
-// met/offered (unknown counted as missed), attainment_upper = (met+unknown)/offered; goodput
-// = met (and met+unknown) per second of the case's rate interval, and the met requests'
-// output tokens per second. EvidenceCoverage is the share of successful requests whose every
-// criterion could be judged (nil when none succeeded). Status "unmeasurable" (with Reason
-// "<key>: <reason>") nils every attainment and goodput figure, never 0. Rates are nil without
-// an interval of positive length. CohortValid/CohortIssues repeat the case's cohort checks
-// (nil/[] when no cohort was given).
+// Evaluation is a case judged against a policy: the stormlog.infer.slo_evaluation v1 record.
+// Over every offered request (dropped included): attainment_lower = met/offered (unknown
+// counted as missed), attainment_upper = (met+unknown)/offered; goodput = met (and met+unknown)
+// per second of the case's rate interval, and the met requests' output tokens per second.
+// EvidenceCoverage is the share of successful requests whose every criterion could be judged
+// (nil when none succeeded). Status "unmeasurable" (with Reason "<key>: <reason>") nils every
+// attainment and goodput figure, never 0. Rates are nil without an interval of positive length.
+// CohortValid/CohortIssues repeat the case's cohort checks (nil/[] when no cohort was given).
 type Evaluation struct {
 	Format                       string                     `json:"format"`
 	Version                      int                        `json:"version"`

@@ -23,7 +23,7 @@ func criterion(j RequestJudgement, key string) CriterionResult {
 	return CriterionResult{}
 }
 
-// §5 items 48–52: the per-request judgement, as a table.
+// The per-request judgement, as a table.
 func TestJudgeRequest(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -75,7 +75,7 @@ func TestJudgeRequest(t *testing.T) {
 	}
 }
 
-// §5 item 53: a span is judged on server criteria only; never "met".
+// A span is judged on server criteria only; never "met".
 func TestJudgeSpan(t *testing.T) {
 	p := flags(t, "ttft:100", "server.ttft:200")
 	j := p.JudgeSpan(map[string]any{"gen_ai.latency.time_to_first_token": 0.1})
@@ -101,7 +101,7 @@ func TestJudgeSpan(t *testing.T) {
 	}
 }
 
-// §5 items 54–58: attainment and goodput, as a table.
+// Attainment and goodput, as a table.
 func TestEvaluate(t *testing.T) {
 	span := func(s float64) func(*Request) {
 		return func(r *Request) { r.Span = map[string]any{"gen_ai.latency.time_to_first_token": s} }

@@ -36,14 +36,13 @@ type OrderInterval struct {
 	Coverage  float64  `json:"coverage"`
 }
 
-// Estimate is one quantile of one latency metric with how far it can be trusted
-// (stormlog.md §2.6, §3.5). ValueMs is nil with Reason "no_values" when there is nothing to
-// rank, nil with "successful_values_missing" when a successful request lacks the value
-// (failure-penalized only), and nil with Penalized when the level falls in the failure mass.
-// N is the sample count (successful values, or every offered request when penalized);
-// Sufficient ⇔ N ≥ NMin under the rule; NMinExists is Le Boudec's narrowest-interval minimum.
-// ObservedLowerBoundMs is set only for client.e2e in the failure mass when every failure is a
-// timeout with an elapsed time.
+// Estimate is one quantile of one latency metric with how far it can be trusted. ValueMs is nil
+// with Reason "no_values" when there is nothing to rank, nil with "successful_values_missing"
+// when a successful request lacks the value (failure-penalized only), and nil with Penalized
+// when the level falls in the failure mass. N is the sample count (successful values, or every
+// offered request when penalized); Sufficient ⇔ N ≥ NMin under the rule; NMinExists is Le
+// Boudec's narrowest-interval minimum. ObservedLowerBoundMs is set only for client.e2e in the
+// failure mass when every failure is a timeout with an elapsed time.
 type Estimate struct {
 	ValueMs              *float64       `json:"value_ms"`
 	N                    int            `json:"n"`
@@ -125,7 +124,7 @@ type PenalizedInput struct {
 const levelTolerance = 1e-12
 
 // EstimatePenalized estimates the p-quantile over every offered request with each one that
-// did not succeed ranked worst (stormlog.md §3.5): N = offered; the value is the successful
+// did not succeed ranked worst: N = offered; the value is the successful
 // values' quantile at level p·offered/successes, and above level 1 it falls in the failure
 // mass (Penalized, ValueMs nil). The interval ranks failures above all values. When a
 // successful request lacks the value nothing can be ranked: ValueMs nil, Reason
@@ -207,7 +206,7 @@ type UnsuccessfulStatus struct {
 	ElapsedMissing int    `json:"elapsed_missing"`
 }
 
-// LatencyBlock is a case's latency block (stormlog.md §2.6): the sufficiency rule, each
+// LatencyBlock is a case's latency block: the sufficiency rule, each
 // metric's estimates, and the unsuccessful requests' elapsed times by status ({} when every
 // request succeeded).
 type LatencyBlock struct {

@@ -22,7 +22,7 @@ func repeat(v float64, n int) []float64 {
 	return out
 }
 
-// §5 item 62: n=300 p95 = 285.05, n_min 230, n_min_exists 59, ranks (277, 293).
+// n=300 p95 = 285.05, n_min 230, n_min_exists 59, ranks (277, 293).
 func TestEstimateSuccessful(t *testing.T) {
 	e := EstimateSuccessful(seq(300), 0.95, DefaultRule)
 	if !eq(e.ValueMs, 285.05) || e.N != 300 || !e.Sufficient || e.NMin != 230 || e.NMinExists != 59 || e.Penalized || e.Reason != nil ||
@@ -41,7 +41,7 @@ func TestEstimateSuccessful(t *testing.T) {
 	}
 }
 
-// §5 item 63: the failure-penalised estimand, as a table.
+// The failure-penalised estimand, as a table.
 func TestEstimatePenalized(t *testing.T) {
 	timeouts90 := append(repeat(60000, 9), 59990)
 	ninety := seq(90)
@@ -100,7 +100,8 @@ func TestEstimatePenalized(t *testing.T) {
 	}
 }
 
-// §5 items 63 and 67 inside the latency block; 65 TPOT; 66 server metrics only with spans.
+// The latency block: the failure-penalised estimand and timeouts, TPOT, and the server
+// metrics only with spans.
 func TestLatencyBlock(t *testing.T) {
 	var requests []Request
 	for i := 0; i < 90; i++ {
@@ -142,7 +143,7 @@ func TestLatencyBlock(t *testing.T) {
 		t.Errorf("unsuccessful %+v", block.Unsuccessful)
 	}
 
-	// item 67: timeouts 59990/60000 → min/p50/max 59990/59995/60000; dropped has no time;
+	// Timeouts 59990/60000 → min/p50/max 59990/59995/60000; dropped has no time;
 	// cancelled counts send → end; an all-success case has none.
 	mixed := []Request{
 		req(0, StatusTimeout, func(r *Request) { r.E2ELatencyMS = pf(59990) }),
@@ -168,13 +169,13 @@ func TestLatencyBlock(t *testing.T) {
 		t.Errorf("bound with a dropped failure: %s", fstr(e.ObservedLowerBoundMs))
 	}
 
-	// item 65: TPOT = (e2e − ttft)/(tokens − 1) = 3.0 for 128 tokens.
+	// TPOT = (e2e − ttft)/(tokens − 1) = 3.0 for 128 tokens.
 	tpot := LatencyOf([]Request{okReq(0, pf(119), func(r *Request) { r.E2ELatencyMS = pf(500); r.OutputTokens = p64(128) })}, DefaultRule, false)
 	if v := tpot.Metrics["client.tpot"].Successful["p50"]; !eq(v.ValueMs, 3) {
 		t.Errorf("tpot = %s", fstr(v.ValueMs))
 	}
 
-	// item 66: server metrics with joined spans; a quarantined span is successful_missing;
+	// Server metrics with joined spans; a quarantined span is successful_missing;
 	// server p50 of 400/600 ms = 500.
 	spans := []Request{
 		okReq(0, pf(10), func(r *Request) { r.Span = map[string]any{"gen_ai.latency.e2e": 0.4} }),
@@ -196,7 +197,7 @@ func TestLatencyBlock(t *testing.T) {
 	}
 }
 
-// §5 item 65: chunk gaps stay chunk-level; 8 chunks × 16 tokens → 16 tokens per chunk.
+// Chunk gaps stay chunk-level; 8 chunks × 16 tokens → 16 tokens per chunk.
 func TestStreaming(t *testing.T) {
 	gaps := []float64{5, 5, 5, 5, 5, 5, 10}
 	requests := []Request{

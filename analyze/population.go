@@ -12,7 +12,7 @@ import (
 const endSlackNs = 1_000_000_000
 
 // Population counts a case's measured requests by what happened to them; every status lands
-// in exactly one count (stormlog.md §3.3):
+// in exactly one count:
 //
 //	offered  = dropped + sent
 //	sent     = unreachable + delivery_unknown + rejected + accepted
@@ -63,7 +63,7 @@ type CaseInput struct {
 	ServerSource     bool
 }
 
-// Populate computes a case's population, cohort checks and intervals (stormlog.md §3.3).
+// Populate computes a case's population, cohort checks and intervals.
 func Populate(in CaseInput) (Population, Intervals) {
 	scheduled := (*int64)(nil)
 	if in.Window != nil {

@@ -21,7 +21,7 @@ func fixedWorkload(in *CaseInput) {
 	in.Measurement = &Measurement{RequestCount: p64(10)}
 }
 
-// §5 item 27: every status lands in exactly one bucket and the identities hold.
+// Every status lands in exactly one bucket and the identities hold.
 func TestPopulationBuckets(t *testing.T) {
 	statuses := []string{"ok", "ok", "ok", "error", "timeout", "cancelled", "rejected", "unreachable", "delivery_unknown", "dropped", "mystery"}
 	var requests []Request
@@ -52,7 +52,7 @@ func TestPopulationBuckets(t *testing.T) {
 	}
 }
 
-// §5 items 28–30, 36–38: hard cohort checks and soft notes, as a table.
+// Hard cohort checks and soft notes, as a table.
 func TestCohortChecks(t *testing.T) {
 	nine := func(last Request) []Request { return append(reqs(9, StatusOK), last) }
 	drained := start + 2*second
@@ -98,14 +98,14 @@ func TestCohortChecks(t *testing.T) {
 			t.Errorf("%s: valid %v issues %q; want %v %q", c.name, p.CohortValid, p.Issues, c.valid, c.issues)
 		}
 	}
-	// item 36: the scheduled count is recomputed from the workload; none for a closed loop.
+	// The scheduled count is recomputed from the workload; none for a closed loop.
 	p, iv := populate(append(reqs(5, StatusOK), req(5, StatusCancelled)), nil, fixedWorkload)
 	if p.Scheduled == nil || *p.Scheduled != 10 || iv.Rate != nil || *iv.RateReason != RateReasonPhaseWindowMissing {
 		t.Errorf("interrupted open loop: scheduled %v rate %v reason %v", p.Scheduled, iv.Rate, iv.RateReason)
 	}
 }
 
-// §5 items 31–37 and 40: the rate interval, as a table.
+// The rate interval, as a table.
 func TestRateInterval(t *testing.T) {
 	closed := func(w *artifact.PhaseWindow) {
 		w.ArrivalMode = ModeClosed
@@ -165,7 +165,7 @@ func TestRateInterval(t *testing.T) {
 			t.Errorf("%s: rate_reason %q, want %q", c.name, reason, c.reason)
 		}
 	}
-	// item 31 in full: measured_span 2.0, drain 1.0, dispatch_window 0.9, realized 10/s,
+	// In full: measured_span 2.0, drain 1.0, dispatch_window 0.9, realized 10/s,
 	// configured 10/s, arrival cohort.
 	_, iv := populate(reqs(10, StatusOK), window(), fixedWorkload)
 	if !eq(iv.MeasuredSpan.Seconds, 2) || !eq(iv.Drain.Seconds, 1) || !eq(iv.DispatchWindow.Seconds, 0.9) ||
@@ -173,19 +173,19 @@ func TestRateInterval(t *testing.T) {
 		iv.MeasuredSpan.NumeratorCohort != CohortAllMeasured || iv.ScheduledWindow != iv.Rate {
 		t.Errorf("item 31 intervals %+v", iv)
 	}
-	// item 33: the replay keeps its measured span but has no scheduled window.
+	// The replay keeps its measured span but has no scheduled window.
 	_, iv = populate(reqs(10, StatusOK), window(func(w *artifact.PhaseWindow) { w.ArrivalMode = ModeReplay; w.ScheduledEndpointOffsetNS = nil }))
 	if iv.ScheduledWindow != nil || iv.MeasuredSpan == nil {
 		t.Errorf("item 33 intervals %+v", iv)
 	}
-	// item 35: the request span ends at the failed last request.
+	// The request span ends at the failed last request.
 	_, iv = populate(append(reqs(5, StatusOK), req(5, StatusTimeout, func(r *Request) { r.EndedAtNS = p64(start + 9*second) })), nil)
 	if iv.Rate.EndedAtNs != start+9*second || iv.Rate.NumeratorCohort != CohortAllMeasured {
 		t.Errorf("item 35 request span %+v", iv.Rate)
 	}
 }
 
-// §5 item 39: server admission is separate from the client's view.
+// Server admission is separate from the client's view.
 func TestServerAdmission(t *testing.T) {
 	admit := func(r *Request) { r.ServerAdmitted = true }
 	requests := append(reqs(4, StatusOK), req(4, StatusDeliveryUnknown, admit))
@@ -221,7 +221,7 @@ func TestServerAdmission(t *testing.T) {
 	}
 }
 
-// §5 item 40: a rate needs an interval with length.
+// A rate needs an interval with length.
 func TestRate(t *testing.T) {
 	if r := Rate(5, NewInterval("segment", 0, second, CohortArrival)); !eq(r, 5) {
 		t.Errorf("rate = %s", fstr(r))
@@ -237,7 +237,7 @@ func TestRate(t *testing.T) {
 	}
 }
 
-// §5 items 34, 41: throughput per second of the rate interval, null without one.
+// Throughput per second of the rate interval, null without one.
 func TestThroughput(t *testing.T) {
 	requests := reqs(10, StatusOK, func(r *Request) { r.OutputTokens = p64(4); r.TotalTokens = p64(12) })
 	_, iv := populate(requests, window(), fixedWorkload)
@@ -261,7 +261,7 @@ func TestThroughput(t *testing.T) {
 	}
 }
 
-// §5 items 1, 3: schedules recomputed from the workload without the generator.
+// Schedules recomputed from the workload without the generator.
 func TestScheduleFromWorkload(t *testing.T) {
 	cases := []struct {
 		name     string

@@ -57,7 +57,7 @@ type Measurement struct {
 type ScheduleFunc func(caseID string) (arrivals int64, endpointNs *int64, ok bool)
 
 // ScheduleFromWorkload recomputes what an open-loop schedule implies without running its
-// generator (stormlog.md §3.3 "Scheduled endpoint", §5 items 1, 3): the number of arrivals
+// generator: the number of arrivals
 // and the scheduled endpoint offset (ns), each nil when it cannot be known this way.
 //   - fixed-rate r: count N → N arrivals ending at N/r; duration D → ⌈D·r⌉ arrivals ending
 //     at D; both → the limit that binds first.

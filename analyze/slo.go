@@ -7,7 +7,7 @@ import (
 	"github.com/inferprobe/inferprobe/artifact"
 )
 
-// SLO policy document constants (stormlog.md §3.1). The format names are kept from the
+// SLO policy document constants. The format names are kept from the
 // contract so policy files and artifacts interoperate with Stormlog's.
 const (
 	PolicyFormat     = "stormlog.infer.slo"
@@ -47,7 +47,7 @@ type CriterionDef struct {
 // Key returns "boundary.metric".
 func (d CriterionDef) Key() string { return d.Boundary + "." + d.Metric }
 
-// Criteria lists the ten known criteria in report order (stormlog.md §3.1, §3.2). Client
+// Criteria lists the ten known criteria in report order. Client
 // values come from inferprobe's own client records; server values only from the request's
 // joined vLLM span (seconds × 1000) or, for itl/tpot, only from aggregate histograms. There is
 // no client.itl: streamed chunks are not tokens.
@@ -148,7 +148,7 @@ func (p *Policy) Document() map[string]any {
 
 // Digest returns the SHA-256 (64 lowercase hex digits) of the policy document's canonical
 // JSON (artifact.Canonical: sorted keys, compact separators, integral numbers written as
-// integers, so a max_ms of 500 and 500.0 digest alike). Source: stormlog.md §3.1 "Digest".
+// integers, so a max_ms of 500 and 500.0 digest alike).
 func (p *Policy) Digest() string {
 	d, err := artifact.Digest(p.Document())
 	if err != nil {

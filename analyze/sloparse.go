@@ -36,7 +36,7 @@ func ParsePolicyFile(path string) (*Policy, error) {
 	return p, nil
 }
 
-// ParsePolicy validates a stormlog.infer.slo v1 document (stormlog.md §3.1):
+// ParsePolicy validates a stormlog.infer.slo v1 document:
 //   - one JSON object, at most MaxPolicyBytes, no duplicate keys, nothing after it;
 //   - only the fields format, version, name, criteria, attainment_target, population,
 //     unknown_policy and interval (exact, case-sensitive names; likewise inside criteria and
@@ -119,7 +119,7 @@ func ParsePolicy(data []byte) (*Policy, error) {
 }
 
 // ParseSLOFlags builds the "cli" policy from --slo KEY:MS values such as "ttft:500" or
-// "server.ttft:400" (stormlog.md §3.1): each value splits on its last colon; a key without a
+// "server.ttft:400": each value splits on its last colon; a key without a
 // dot is a client criterion; MS is a decimal number of milliseconds, finite and > 0. Flag
 // policies have no targets and judge the measured window. Errors (the CLI maps them to exit
 // 2, usage): no values, a value that is not KEY:MS, an unknown criterion, client.itl (chunks

@@ -6,7 +6,7 @@ import (
 	"github.com/inferprobe/inferprobe/artifact"
 )
 
-// States and unresolved reasons of the case blocks (stormlog.md §4.3).
+// States and unresolved reasons of the case blocks.
 const (
 	StateResolved   = "resolved"
 	StateUnresolved = "unresolved"
@@ -48,7 +48,7 @@ const (
 // (vLLM V0, or V1 before 2025-03-27).
 const noEngine = "_"
 
-// VLLMCaseBlock is telemetry.vllm.cases[case_id] (stormlog.md §2.6, §4.3): the
+// VLLMCaseBlock is telemetry.vllm.cases[case_id]: the
 // deltas over one phase window, per engine label. Engines are never summed.
 type VLLMCaseBlock struct {
 	// State is "resolved" unless Reasons is non-empty.

@@ -17,7 +17,7 @@ const (
 )
 
 // A histogram whose sum shrinks, or whose +Inf bucket drops, while its count
-// grows is a reset (stormlog.md §5 item 70).
+// grows is a reset.
 func TestHistogramGoingBackwardsIsAReset(t *testing.T) {
 	shrunk := setValue(t, postText, `vllm:request_queue_time_seconds_sum`+regexpQuote(labels0), "0.1")
 	e := engine0(t, VLLMCaseTelemetry(scrapeWindow(t, preText, shrunk), testCase))
@@ -35,8 +35,7 @@ func TestHistogramGoingBackwardsIsAReset(t *testing.T) {
 }
 
 // A changed _created stamp marks that family recreated, and only it; the
-// histogram vllm:iteration_tokens_total is stamped under its full name
-// (stormlog.md §5 item 71).
+// histogram vllm:iteration_tokens_total is stamped under its full name.
 func TestChangedCreatedStampIsRecreated(t *testing.T) {
 	post := setValue(t, postText, `vllm:generation_tokens_created`+regexpQuote(labels0), "1.8e+09")
 	post = setValue(t, post, `vllm:iteration_tokens_total_created`+regexpQuote(labels0), "1.8e+09")
@@ -60,8 +59,7 @@ func TestChangedCreatedStampIsRecreated(t *testing.T) {
 	}
 }
 
-// One bucket boundary changed leaves that family unresolved, and only it
-// (stormlog.md §5 item 72).
+// One bucket boundary changed leaves that family unresolved, and only it.
 func TestChangedBucketBoundary(t *testing.T) {
 	post := mustReplace(t, postText, `vllm:request_queue_time_seconds_bucket{engine="0",le="0.3"`, `vllm:request_queue_time_seconds_bucket{engine="0",le="0.35"`)
 	e := engine0(t, VLLMCaseTelemetry(scrapeWindow(t, preText, post), testCase))
@@ -74,7 +72,7 @@ func TestChangedBucketBoundary(t *testing.T) {
 }
 
 // An engine label appearing in the end scrape changes the engine set; the
-// new engine's series are missing at the start (stormlog.md §5 items 73, 84).
+// new engine's series are missing at the start.
 func TestEngineSetChanged(t *testing.T) {
 	post := postText + "vllm:num_requests_running{engine=\"1\",model_name=\"m\"} 0.0\n"
 	b := VLLMCaseTelemetry(scrapeWindow(t, preText, post), testCase)
@@ -94,7 +92,7 @@ func TestEngineSetChanged(t *testing.T) {
 }
 
 // A restart between the scrapes, and another exporter answering an interval
-// scrape (stormlog.md §5 item 74).
+// scrape.
 func TestEngineRestartAndForeignScrapes(t *testing.T) {
 	restarted := mustReplace(t, postText, procStart, "process_start_time_seconds 1.79096099e+09")
 	scrapes := scrapeWindow(t, preText, restarted)
@@ -141,8 +139,7 @@ func TestEngineRestartAndForeignScrapes(t *testing.T) {
 	}
 }
 
-// Without process_start_time_seconds a restart cannot be ruled out
-// (stormlog.md §5 item 75).
+// Without process_start_time_seconds a restart cannot be ruled out.
 func TestExporterIdentityUnknown(t *testing.T) {
 	pre := dropLines(t, preText, `process_start_time_seconds `)
 	post := dropLines(t, postText, `process_start_time_seconds `)
@@ -158,8 +155,7 @@ func TestExporterIdentityUnknown(t *testing.T) {
 	}
 }
 
-// A missing _sum, a missing counter and a gauge present in one scrape only
-// (stormlog.md §5 items 76, 77).
+// A missing _sum, a missing counter and a gauge present in one scrape only.
 func TestSeriesMissing(t *testing.T) {
 	pre := dropLines(t, preText, `vllm:request_queue_time_seconds_sum`)
 	post := dropLines(t, postText, `vllm:num_preemptions_total\{`)
@@ -191,7 +187,7 @@ func TestSeriesMissing(t *testing.T) {
 	}
 }
 
-// Boundary scrapes that failed or never happened (stormlog.md §5 item 78).
+// Boundary scrapes that failed or never happened.
 func TestMissingBoundaryScrapes(t *testing.T) {
 	b := VLLMCaseTelemetry([]artifact.VLLMScrape{failedScrape(artifact.ScrapeMarkerPhaseStart, 1e9), scrapeOf(t, preText, artifact.ScrapeMarkerInterval, 2e9)}, testCase)
 	want := []string{"scrape_failed:phase_start", "scrape_missing:phase_end"}
@@ -225,8 +221,7 @@ func TestMissingBoundaryScrapes(t *testing.T) {
 }
 
 // Label sets are differenced against themselves whatever their order; a set
-// missing from one scrape leaves the total unresolved (stormlog.md §5 item
-// 79).
+// missing from one scrape leaves the total unresolved.
 func TestHistogramLabelSets(t *testing.T) {
 	hist := func(order []string, counts map[string]string) string {
 		var b strings.Builder
@@ -258,7 +253,7 @@ func TestHistogramLabelSets(t *testing.T) {
 }
 
 // NaN samples: a gauge is summarised without them, a counter's delta is
-// null, and the report stays strict JSON (stormlog.md §5 item 80).
+// null, and the report stays strict JSON.
 func TestNonFiniteSamples(t *testing.T) {
 	pre := setValue(t, preText, `vllm:kv_cache_usage_perc`+regexpQuote(labels0), "NaN")
 	post := setValue(t, postText, `vllm:kv_cache_usage_perc`+regexpQuote(labels0), "NaN")
@@ -300,9 +295,9 @@ func isNaN(f interface{ MarshalJSON() ([]byte, error) }) bool {
 	return string(b) == `"NaN"`
 }
 
-// A retired name maps to its successor's field and is reported as retired
-// (stormlog.md §5 item 83); unknown series are listed and kept, optional
-// subsystems are optional_present (item 84).
+// A retired name maps to its successor's field and is reported as retired;
+// unknown series are listed and kept, optional subsystems are
+// optional_present.
 func TestRetiredUnknownAndOptionalSeries(t *testing.T) {
 	rename := func(text string) string {
 		text = strings.ReplaceAll(text, "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
@@ -362,7 +357,7 @@ func TestRetiredUnknownAndOptionalSeries(t *testing.T) {
 	}
 }
 
-// Two engines are two blocks, never combined (stormlog.md §5 item 84).
+// Two engines are two blocks, never combined.
 func TestTwoEnginesAreNeverSummed(t *testing.T) {
 	// The second engine's sample belongs to the generation_tokens family
 	// already declared; append it right after that family's line instead.
@@ -386,7 +381,7 @@ func TestTwoEnginesAreNeverSummed(t *testing.T) {
 	}
 }
 
-// The MFU state table (stormlog.md §4.3).
+// The MFU state table.
 func TestMFUStates(t *testing.T) {
 	flops := `vllm:estimated_flops_per_gpu_total` + regexpQuote(labels0)
 	advancing := setValue(t, postText, flops, "1e+15")

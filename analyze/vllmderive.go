@@ -108,7 +108,7 @@ func parseCount(s string) (int64, bool) {
 // mfuFields are the MFU counters' report fields.
 var mfuFields = []string{"estimated_flops_per_gpu", "estimated_read_bytes_per_gpu", "estimated_write_bytes_per_gpu"}
 
-// mfu reads the MFU counters (stormlog.md §4.3): all-zero counters are
+// mfu reads the MFU counters: all-zero counters are
 // "not_enabled" only against a resolved non-zero generation delta.
 func mfu(eb *VLLMEngineBlock, gen *float64) MFU {
 	m := MFU{State: ReasonSeriesMissing, Provenance: "estimated", Counters: map[string]string{}}

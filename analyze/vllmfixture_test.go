@@ -8,8 +8,7 @@ import (
 )
 
 // The deltas of the real vLLM 0.30.0 captures around a 32-request phase, as
-// the fixtures README lists them (shared/fixtures/stormlog/README.md), and
-// stormlog.md §5 item 68.
+// the fixtures' own README lists them.
 func TestRealCapturesGiveTheListedDeltas(t *testing.T) {
 	b := VLLMCaseTelemetry(scrapeWindow(t, preText, postText), testCase)
 	if b.State != StateResolved || len(b.Reasons) != 0 {
@@ -147,8 +146,7 @@ func fieldDelta(c *CounterField) any {
 	return deref(c.Delta)
 }
 
-// Swapping the captures makes every advancing counter go backwards
-// (stormlog.md §5 item 69).
+// Swapping the captures makes every advancing counter go backwards.
 func TestSwappedCapturesAreCounterResets(t *testing.T) {
 	scrapes := scrapeWindow(t, postText, preText)
 	b := VLLMCaseTelemetry(scrapes, testCase)
@@ -184,7 +182,7 @@ func TestSwappedCapturesAreCounterResets(t *testing.T) {
 	}
 }
 
-// The text lines of the contract (stormlog.md §2.6).
+// The text lines of the contract.
 func TestRealCapturesText(t *testing.T) {
 	text := renderVLLMText(t, VLLMTelemetry(scrapeWindow(t, preText, postText), []string{testCase}, nil))
 	want := []string{

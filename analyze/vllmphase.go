@@ -7,8 +7,7 @@ import (
 	"github.com/inferprobe/inferprobe/artifact/vllmmetrics"
 )
 
-// VLLMCaseTelemetry is the case block of a case's measured phase (stormlog.md
-// §4.3): see VLLMPhaseTelemetry.
+// VLLMCaseTelemetry is the case block of a case's measured phase: see VLLMPhaseTelemetry.
 func VLLMCaseTelemetry(scrapes []artifact.VLLMScrape, caseID string) *VLLMCaseBlock {
 	return VLLMPhaseTelemetry(scrapes, caseID, artifact.PhaseMeasured)
 }

@@ -18,10 +18,10 @@ const (
 	VLLMAbsent    = "absent"
 )
 
-// VLLMBlock is the telemetry.vllm block of the analysis report (stormlog.md
-// §2.6): {"status":"absent"} when the artifact has no scrape and no vLLM
-// capability, otherwise the run-wide engine summary, the capability
-// records, and one CaseBlock per case.
+// VLLMBlock is the telemetry.vllm block of the analysis report:
+// {"status":"absent"} when the artifact has no scrape and no vLLM capability,
+// otherwise the run-wide engine summary, the capability records, and one
+// VLLMCaseBlock per case.
 type VLLMBlock struct {
 	Status           string `json:"status"`
 	ObservationScope string `json:"observation_scope"`

@@ -15,7 +15,7 @@ type SpanCounts struct {
 	Total, Joined int
 }
 
-// RenderVLLMText writes the text report's vLLM lines (stormlog.md §2.6): the
+// RenderVLLMText writes the text report's vLLM lines: the
 // summary lines, then for each case in id order a "case <id>:" line and its
 // case lines. Nothing is written for an absent block.
 func RenderVLLMText(w io.Writer, b *VLLMBlock) error {

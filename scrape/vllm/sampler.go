@@ -10,7 +10,7 @@ import (
 	"github.com/inferprobe/inferprobe/artifact/vllmmetrics"
 )
 
-// Bounds on a stopping phase (stormlog.md §4.1): an interval scrape still in
+// Bounds on a stopping phase: an interval scrape still in
 // flight when a phase ends may finish within AbandonAfter and is abandoned
 // (not recorded) after it, and a cancelled run's end scrape gets
 // EndScrapeDeadline as a whole.
@@ -19,7 +19,7 @@ const (
 	EndScrapeDeadline = 2 * time.Second
 )
 
-// PhaseSampler scrapes around and during phases (stormlog.md §4.1): one
+// PhaseSampler scrapes around and during phases: one
 // scrape just before a phase's first send (PhaseStart, marker
 // phase_start), one every interval while it runs (marker interval), and one
 // after its drain (PhaseEnd, marker phase_end). Every scrape is written to

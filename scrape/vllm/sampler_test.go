@@ -134,7 +134,7 @@ func TestPhaseSamplerBracketsEachPhase(t *testing.T) {
 }
 
 // Failed scrapes are recorded, the phase goes on, and the first failure is
-// warned once (stormlog.md §5 item 86).
+// warned once.
 func TestPhaseSamplerWarnsOnceOnFailures(t *testing.T) {
 	srv := newMetricsServer(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) })
 	other := newMetricsServer(t, textBody(preText))
