@@ -244,7 +244,7 @@ func StreamingOf(requests []Request) Streaming {
 			}
 		}
 		chunks = append(chunks, float64(n+1))
-		if r.OutputTokenSource == "server_usage" && r.OutputTokens != nil {
+		if r.OutputTokenSource == artifact.TokenSourceServerUsage && r.OutputTokens != nil {
 			tokens += *r.OutputTokens
 			counted += int64(len(r.ChunkInterarrivalMS) + 1)
 		}

@@ -8,17 +8,17 @@ import (
 	"github.com/inferprobe/inferprobe/artifact"
 )
 
-// Request statuses. Any other status is counted
-// under population.other by name.
+// Request statuses: the infer.request outcome statuses (artifact.Request*). Any other status
+// is counted under population.other by name.
 const (
-	StatusOK              = "ok"
-	StatusError           = "error"
-	StatusTimeout         = "timeout"
-	StatusCancelled       = "cancelled"
-	StatusDropped         = "dropped"
-	StatusUnreachable     = "unreachable"
-	StatusDeliveryUnknown = "delivery_unknown"
-	StatusRejected        = "rejected"
+	StatusOK              = artifact.RequestOK
+	StatusError           = artifact.RequestError
+	StatusTimeout         = artifact.RequestTimeout
+	StatusCancelled       = artifact.RequestCancelled
+	StatusDropped         = artifact.RequestDropped
+	StatusUnreachable     = artifact.RequestUnreachable
+	StatusDeliveryUnknown = artifact.RequestDeliveryUnknown
+	StatusRejected        = artifact.RequestRejected
 )
 
 // Request is the analysis view of one measured infer.request v1 record: the record itself

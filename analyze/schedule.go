@@ -3,6 +3,8 @@ package analyze
 import (
 	"math"
 	"sort"
+
+	"github.com/inferprobe/inferprobe/artifact"
 )
 
 // ScheduleLagBoundMs is the dispatch-lag bound of a run that kept its schedule: the p99 of
@@ -21,7 +23,7 @@ func scheduleKept(in *Input) bool {
 			if r.Status == StatusDropped || heldForSlot(r) {
 				return false
 			}
-			if r.ArrivalMode == "closed" || r.IntendedAtNS == nil || r.DispatchLagMS == nil {
+			if r.ArrivalMode == ModeClosed || r.IntendedAtNS == nil || r.DispatchLagMS == nil {
 				continue
 			}
 			if v := *r.DispatchLagMS; !math.IsNaN(v) && !math.IsInf(v, 0) {
@@ -181,7 +183,7 @@ func (in *CaseInput) recomputed() (arrivals *int64, endpointNs *int64) {
 
 // Arrival modes.
 const (
-	ModeClosed    = "closed"
+	ModeClosed    = artifact.ArrivalClosed
 	ModeFixedRate = "fixed-rate"
 	ModePoisson   = "poisson"
 	ModeBurst     = "burst"
