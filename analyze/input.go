@@ -74,17 +74,17 @@ func (in *Input) Validate() error {
 
 // presizeBudget bounds how many requests ReadInput reserves room for up front, from the
 // workload's declared request count, so that a record claiming huge counts cannot make it
-// allocate more than a real run's worth (320 bytes per request).
+// allocate more than a real run's worth (a Request is about 490 bytes).
 const presizeBudget = 2_000_000
 
 // ReadInput streams the artifact at path straight into the analysis view: each measured
-// infer.request v1 record is converted as it is read and the decoded record dropped, so
-// memory grows with the analysis view only (about 0.7 KB per request with 16 chunk gaps)
-// instead of holding every artifact.Request as well. Strings, numbers and chunk gaps of the
-// requests are packed into shared blocks; repeated low-cardinality strings (session, case,
-// status, sources, modes) share one copy. Warmup requests are counted, not kept. Every other
-// record is kept as artifact.ReadFileContext keeps it, and a truncated last line is reported
-// in Artifact.Truncated, not as an error.
+// infer.request v1 record is copied into its Request as it is read and the decoded record
+// dropped, so memory grows with the analysis view only (about 0.9 KB per request with 16
+// chunk gaps) instead of holding every decoded record as well. The copy equals the record;
+// its strings, numbers and chunk gaps are packed into shared blocks, and repeated values
+// (low-cardinality strings, small integers) share one copy. Warmup requests are counted and
+// only their join keys kept. Every other record is kept as artifact.ReadFileContext keeps it,
+// and a truncated last line is reported in Artifact.Truncated, not as an error.
 //
 // The file is cut into blocks of whole lines that several goroutines decode with
 // artifact.Read (one per CPU, at most 8) while one goroutine merges their records in file
