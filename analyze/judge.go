@@ -26,7 +26,9 @@ const (
 // evidence joined to it by x_request_id. Span holds the attributes of the request's joined
 // vLLM span (gen_ai.latency.* in seconds) or nil; SpanMissingReason says why there is none
 // ("" reads as no_joined_span; "conflicting_spans", "multiple_spans" for quarantined ones).
-// ServerAdmitted is true when a server source confirmed it saw the request.
+// ServerAdmitted is true when a server source confirmed it saw the request. The values the
+// record's pointers point to may be shared with other requests (ReadInput packs equal values
+// once): read them, never write through them.
 type Request struct {
 	artifact.Request
 

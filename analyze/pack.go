@@ -10,17 +10,21 @@ import (
 // packer copies the fields of decoded requests into shared blocks, so that a million
 // requests are a few thousand allocations instead of tens of millions: strings are appended
 // to a strings.Builder (its String() views never change as it grows within its capacity),
-// numbers and chunk gaps to fixed-size slices that are never reallocated. Pointers to equal
-// small integers (token counts, HTTP statuses, in-flight counts: 0 to smallInts−1) and to
-// equal repetitive strings (internPtr) share one value, as interned strings share one copy:
-// packed records are read, never written through.
+// numbers and chunk gaps to fixed-size slices that are never reallocated.
+//
+// Equal values are shared as well: low-cardinality strings have one copy (the value of an
+// enumerated field is the constant itself), pointers to equal repetitive strings (internPtr)
+// are one pointer, and a pointer to a bool or to a small integer (token counts, HTTP statuses,
+// in-flight counts: 0 to smallInts−1) points into one table for the whole process. Packed
+// records are therefore read, never written through. Values outside the Go heap (constants, the
+// table) are also the cheapest for the garbage collector to mark, which keeps a million-request
+// view about as cheap to collect as the smaller view the analysis had before it held the whole
+// record.
 type packer struct {
 	text   strings.Builder
 	ints   []int64
 	floats []float64
-	bools  []bool
 	strs   []string
-	small  *[smallInts]int64 // the values 0…smallInts−1, shared by the pointers to them
 	names  map[string]string
 	ptrs   map[string]*string // the shared pointers of internPtr
 }
@@ -30,13 +34,48 @@ const (
 	intBlock    = 8 << 10
 	floatBlock  = 64 << 10
 	stringBlock = 4 << 10
-	boolBlock   = 64 << 10
-	smallInts   = 4096
+	smallInts   = 8192
 	maxNames    = 1 << 16
 )
 
+// smallIntTable holds the integers 0…smallInts−1 that every packed pointer to one of them
+// shares.
+var smallIntTable = func() (t [smallInts]int64) {
+	for i := range t {
+		t[i] = int64(i)
+	}
+	return t
+}()
+
+// boolTable holds false and true, shared by every packed pointer to a bool.
+var boolTable = [2]bool{false, true}
+
+// enumerated are the values of the record's enumerated fields: statuses, phases, arrival
+// and prompt modes, token sources and finish reasons.
+var enumerated = [...]string{
+	artifact.RequestOK, artifact.RequestTimeout, artifact.RequestRejected, artifact.RequestUnreachable,
+	artifact.RequestDeliveryUnknown, artifact.RequestError, artifact.RequestDropped, artifact.RequestCancelled,
+	artifact.PhaseMeasured, artifact.PhaseWarmup,
+	ModeClosed, ModeFixedRate, ModePoisson, ModeBurst, ModeReplay,
+	"repeat", "unique", "shared-prefix",
+	artifact.TokenSourceServerUsage, "tiktoken", "estimated",
+	"stop", "length", "abort",
+}
+
+// knownStrings maps each enumerated value to itself, knownPtrs to its one pointer.
+var knownStrings, knownPtrs = func() (map[string]string, map[string]*string) {
+	strs, ptrs := map[string]string{}, map[string]*string{}
+	for i, s := range enumerated {
+		strs[s], ptrs[s] = s, &enumerated[i]
+	}
+	return strs, ptrs
+}()
+
 // intern returns one shared copy of a low-cardinality string.
 func (p *packer) intern(s string) string {
+	if v, ok := knownStrings[s]; ok {
+		return v
+	}
 	if v, ok := p.names[s]; ok {
 		return v
 	}
@@ -56,6 +95,9 @@ func (p *packer) intern(s string) string {
 func (p *packer) internPtr(s *string) *string {
 	if s == nil {
 		return nil
+	}
+	if v, ok := knownPtrs[*s]; ok {
+		return v
 	}
 	if v, ok := p.ptrs[*s]; ok {
 		return v
@@ -107,13 +149,7 @@ func (p *packer) i64(v *int64) *int64 {
 		return nil
 	}
 	if n := *v; n >= 0 && n < smallInts {
-		if p.small == nil {
-			p.small = new([smallInts]int64)
-			for i := range p.small {
-				p.small[i] = int64(i)
-			}
-		}
-		return &p.small[n]
+		return &smallIntTable[n]
 	}
 	if len(p.ints) == cap(p.ints) {
 		p.ints = make([]int64, 0, intBlock)
@@ -126,11 +162,10 @@ func (p *packer) boolPtr(v *bool) *bool {
 	if v == nil {
 		return nil
 	}
-	if len(p.bools) == cap(p.bools) {
-		p.bools = make([]bool, 0, boolBlock)
+	if *v {
+		return &boolTable[1]
 	}
-	p.bools = append(p.bools, *v)
-	return &p.bools[len(p.bools)-1]
+	return &boolTable[0]
 }
 
 func (p *packer) f64(v *float64) *float64 {
