@@ -3,6 +3,8 @@ package analyze
 import (
 	"math"
 	"sort"
+
+	"github.com/inferprobe/inferprobe/artifact"
 )
 
 // Spread95 is a {p50, p95, max} summary; each nil without values.
@@ -38,7 +40,7 @@ func spread4(values []float64) Spread4 {
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-// Arrivals is a case's arrivals block (stormlog.md §2.6; seed "Arrivals"): what was offered,
+// Arrivals is a case's arrivals block: what was offered,
 // sent, completed (status ok), dropped and held for a slot (dropped excluded), failures by
 // status (ok and dropped excluded), the highest recorded in_flight_at_dispatch, the offered
 // rate (N−1)/(last intended − first intended) (nil for a closed loop, fewer than two intents
@@ -60,7 +62,7 @@ type Arrivals struct {
 
 // ArrivalMode returns the one arrival mode of the requests ("closed" for records without
 // one), "mixed" when they differ, or the window's mode (else "closed") without requests.
-func ArrivalMode(requests []Request, w *PhaseWindow) string {
+func ArrivalMode(requests []Request, w *artifact.PhaseWindow) string {
 	mode := ""
 	for i := range requests {
 		m := requests[i].ArrivalMode
@@ -83,7 +85,7 @@ func ArrivalMode(requests []Request, w *PhaseWindow) string {
 }
 
 // ArrivalsOf computes the arrivals block.
-func ArrivalsOf(requests []Request, w *PhaseWindow) Arrivals {
+func ArrivalsOf(requests []Request, w *artifact.PhaseWindow) Arrivals {
 	a := Arrivals{Mode: ArrivalMode(requests, w), Offered: len(requests), Failed: map[string]int{}}
 	var lags []float64
 	var intents []int64
@@ -97,17 +99,17 @@ func ArrivalsOf(requests []Request, w *PhaseWindow) Arrivals {
 		default:
 			a.Failed[r.Status]++
 		}
-		if r.HeldForSlot && r.Status != StatusDropped {
+		if heldForSlot(r) && r.Status != StatusDropped {
 			a.HeldForSlot++
 		}
 		if r.InFlightAtDispatch != nil && (a.PeakInFlight == nil || *r.InFlightAtDispatch > *a.PeakInFlight) {
 			a.PeakInFlight = i64Ptr(*r.InFlightAtDispatch)
 		}
-		if r.DispatchLagMs != nil && finite(*r.DispatchLagMs) {
-			lags = append(lags, *r.DispatchLagMs)
+		if r.DispatchLagMS != nil && finite(*r.DispatchLagMS) {
+			lags = append(lags, *r.DispatchLagMS)
 		}
-		if r.IntendedAtNs != nil {
-			intents = append(intents, *r.IntendedAtNs)
+		if r.IntendedAtNS != nil {
+			intents = append(intents, *r.IntendedAtNS)
 		}
 	}
 	a.Sent = a.Offered - a.Dropped
@@ -121,9 +123,9 @@ func ArrivalsOf(requests []Request, w *PhaseWindow) Arrivals {
 		}
 	}
 	a.DispatchLagMs = spread95(lags)
-	if w != nil && w.StartedAtNs != nil && w.WindowEndedAtNs != nil && w.DrainedAtNs != nil {
-		a.WindowSeconds = f64Ptr(float64(max(*w.WindowEndedAtNs-*w.StartedAtNs, 0)) / 1e9)
-		a.DrainSeconds = f64Ptr(float64(max(*w.DrainedAtNs-*w.WindowEndedAtNs, 0)) / 1e9)
+	if w != nil && w.StartedAtNS != nil && w.WindowEndedAtNS != nil && w.DrainedAtNS != nil {
+		a.WindowSeconds = f64Ptr(float64(max(*w.WindowEndedAtNS-*w.StartedAtNS, 0)) / 1e9)
+		a.DrainSeconds = f64Ptr(float64(max(*w.DrainedAtNS-*w.WindowEndedAtNS, 0)) / 1e9)
 	}
 	return a
 }
@@ -146,7 +148,7 @@ type Prompts struct {
 }
 
 // PromptsOf computes the prompts block.
-func PromptsOf(requests []Request, w *PhaseWindow) Prompts {
+func PromptsOf(requests []Request, w *artifact.PhaseWindow) Prompts {
 	var p Prompts
 	digests := map[string]struct{}{}
 	promptIDs := map[string]struct{}{}
@@ -220,9 +222,9 @@ func StreamingOf(requests []Request) Streaming {
 	s := Streaming{Granularity: "chunk", Note: ChunkNote}
 	responses, totalGaps := 0, 0
 	for i := range requests {
-		if r := &requests[i]; r.Status == StatusOK && r.Stream && r.TTFTMs != nil {
+		if r := &requests[i]; r.Status == StatusOK && r.Stream && r.TTFTMS != nil {
 			responses++
-			totalGaps += len(r.ChunkGapsMs)
+			totalGaps += len(r.ChunkInterarrivalMS)
 		}
 	}
 	chunks := make([]float64, 0, responses)
@@ -230,21 +232,21 @@ func StreamingOf(requests []Request) Streaming {
 	var tokens, counted int64
 	for i := range requests {
 		r := &requests[i]
-		if r.Status != StatusOK || !r.Stream || r.TTFTMs == nil {
+		if r.Status != StatusOK || !r.Stream || r.TTFTMS == nil {
 			continue
 		}
 		s.Responses++
 		n := 0
-		for _, g := range r.ChunkGapsMs {
+		for _, g := range r.ChunkInterarrivalMS {
 			if finite(g) {
 				gaps = append(gaps, g)
 				n++
 			}
 		}
 		chunks = append(chunks, float64(n+1))
-		if r.OutputTokenSource == "server_usage" && r.OutputTokens != nil {
+		if r.OutputTokenSource == artifact.TokenSourceServerUsage && r.OutputTokens != nil {
 			tokens += *r.OutputTokens
-			counted += int64(len(r.ChunkGapsMs) + 1)
+			counted += int64(len(r.ChunkInterarrivalMS) + 1)
 		}
 	}
 	s.ContentChunksPerResponse = spread95(chunks)
@@ -320,17 +322,11 @@ func LegacyLatency(requests []Request) map[string]*float64 {
 		if r.Status != StatusOK {
 			continue
 		}
-		if r.E2EMs != nil && finite(*r.E2EMs) {
-			e2e = append(e2e, *r.E2EMs)
-		}
-		if r.IntendedAtNs != nil && r.EndedAtNs != nil {
-			fromIntended = append(fromIntended, float64(*r.EndedAtNs-*r.IntendedAtNs)/1e6)
-		}
-		if r.TTFTMs != nil && finite(*r.TTFTMs) {
-			ttft = append(ttft, *r.TTFTMs)
-		}
-		if r.FirstChunkMs != nil && finite(*r.FirstChunkMs) {
-			first = append(first, *r.FirstChunkMs)
+		e2e = appendMetric(e2e, r, artifact.MetricE2E)
+		fromIntended = appendMetric(fromIntended, r, artifact.MetricE2EFromIntended)
+		ttft = appendMetric(ttft, r, artifact.MetricTTFT)
+		if r.FirstChunkLatencyMS != nil && finite(*r.FirstChunkLatencyMS) {
+			first = append(first, *r.FirstChunkLatencyMS)
 		}
 	}
 	out := map[string]*float64{}
@@ -344,6 +340,14 @@ func LegacyLatency(requests []Request) map[string]*float64 {
 	put("ttft", ttft, 50, 95, 99)
 	put("first_chunk", first, 50, 95)
 	return out
+}
+
+// appendMetric appends r's finite value of a client metric to values.
+func appendMetric(values []float64, r *Request, key string) []float64 {
+	if v := r.ClientMetric(key); v.OK && finite(v.Ms) {
+		return append(values, v.Ms)
+	}
+	return values
 }
 
 func itoa(v int) string {

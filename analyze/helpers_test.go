@@ -3,6 +3,8 @@ package analyze
 import (
 	"fmt"
 	"math"
+
+	"github.com/inferprobe/inferprobe/artifact"
 )
 
 const (
@@ -27,18 +29,19 @@ func fstr(v *float64) string {
 // and sent at START + i·0.1 s, ended 0.5 s later, one session, unique ids and index i.
 func req(i int, status string, mods ...func(*Request)) Request {
 	at := start + int64(i)*second/10
-	r := Request{
+	r := Request{Request: artifact.Request{
 		SessionID:    "s1",
 		RequestID:    fmt.Sprintf("c1_measured_%d", i),
 		CaseID:       "c1",
+		Phase:        artifact.PhaseMeasured,
 		XRequestID:   ps(fmt.Sprintf("stormlog-run-c1_measured_%d", i)),
 		RequestIndex: p64(int64(i)),
 		Status:       status,
-		IntendedAtNs: p64(at),
-		StartedAtNs:  p64(at),
-		EndedAtNs:    p64(at + second/2),
+		IntendedAtNS: p64(at),
+		StartedAtNS:  p64(at),
+		EndedAtNS:    p64(at + second/2),
 		ArrivalMode:  ModeFixedRate,
-	}
+	}}
 	for _, m := range mods {
 		m(&r)
 	}
@@ -49,8 +52,8 @@ func req(i int, status string, mods ...func(*Request)) Request {
 // server-reported output tokens.
 func okReq(i int, ttft *float64, mods ...func(*Request)) Request {
 	base := []func(*Request){func(r *Request) {
-		r.TTFTMs = ttft
-		r.E2EMs = pf(500)
+		r.TTFTMS = ttft
+		r.E2ELatencyMS = pf(500)
 		r.OutputTokens = p64(10)
 		r.OutputTokenSource = "server_usage"
 		r.Stream = ttft != nil
@@ -68,16 +71,18 @@ func reqs(n int, status string, mods ...func(*Request)) []Request {
 
 // window is the upstream tests' fixed-rate window: start, window end +1 s, drained +2 s,
 // 10 scheduled arrivals, endpoint 1 s.
-func window(mods ...func(*PhaseWindow)) *PhaseWindow {
-	w := &PhaseWindow{
+func window(mods ...func(*artifact.PhaseWindow)) *artifact.PhaseWindow {
+	w := &artifact.PhaseWindow{
 		SessionID:                 "s1",
+		CaseID:                    "c1",
+		Phase:                     artifact.PhaseMeasured,
 		ArrivalMode:               ModeFixedRate,
-		StartedAtNs:               p64(start),
-		WindowEndedAtNs:           p64(start + second),
-		DrainedAtNs:               p64(start + 2*second),
+		StartedAtNS:               p64(start),
+		WindowEndedAtNS:           p64(start + second),
+		DrainedAtNS:               p64(start + 2*second),
 		ScheduledArrivals:         p64(10),
-		ScheduledEndpointOffsetNs: p64(second),
-		AbandonedStillRunning:     p64(0),
+		ScheduledEndpointOffsetNS: p64(second),
+		AbandonedRequests:         &artifact.AbandonedRequests{},
 	}
 	for _, m := range mods {
 		m(w)

@@ -1,17 +1,16 @@
 package analyze
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
-	"strings"
 	"sync"
 
 	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/join"
 )
 
 // Input is an artifact prepared for analysis: every record except the infer.request v1
@@ -26,28 +25,31 @@ type Input struct {
 	Artifact       *artifact.Artifact
 	Cases          map[string][]Request
 	RequestRecords int
-	// Warmup holds the join keys (XRequestID, TraceID) of the warmup requests, so that a span
-	// of a warmup request is told apart from one of another run.
-	Warmup []Request
+	// Warmup holds the join keys of the warmup requests that were sent, so that a span of a
+	// warmup request is told apart from one of another run.
+	Warmup []join.Request
 }
 
 // NewInput prepares a loaded artifact for analysis: it groups the measured requests of
-// a.Requests by case, sharing their slices and pointers (not copying them).
+// a.Requests by case (each record embedded as it is, its slices and pointers shared, not
+// copied) and keeps the warmup requests' join keys.
 func NewInput(a *artifact.Artifact) *Input {
 	in := &Input{Artifact: a, Cases: map[string][]Request{}, RequestRecords: len(a.Requests)}
 	for i := range a.Requests {
 		r := &a.Requests[i]
 		if r.Phase != artifact.PhaseMeasured {
-			in.Warmup = append(in.Warmup, Request{XRequestID: r.XRequestID, TraceID: r.TraceID})
+			if jr, ok := join.RequestOf(r); ok {
+				in.Warmup = append(in.Warmup, jr)
+			}
 			continue
 		}
-		in.Cases[r.CaseID] = append(in.Cases[r.CaseID], fromArtifact(r, nil))
+		in.Cases[r.CaseID] = append(in.Cases[r.CaseID], Request{Request: *r})
 	}
 	return in
 }
 
-// Validate checks what every analysis needs (artifact.Artifact.Validate's rules, stormlog.md
-// §6): at least one infer.session v1 record and one infer.request v1 record. The error wraps
+// Validate checks what every analysis needs (artifact.Artifact.Validate's rules): at least
+// one infer.session v1 record and one infer.request v1 record. The error wraps
 // artifact.ErrInvalidArtifact.
 func (in *Input) Validate() error {
 	if in == nil || in.Artifact == nil {
@@ -72,17 +74,17 @@ func (in *Input) Validate() error {
 
 // presizeBudget bounds how many requests ReadInput reserves room for up front, from the
 // workload's declared request count, so that a record claiming huge counts cannot make it
-// allocate more than a real run's worth (320 bytes per request).
+// allocate more than a real run's worth (a Request is about 490 bytes).
 const presizeBudget = 2_000_000
 
 // ReadInput streams the artifact at path straight into the analysis view: each measured
-// infer.request v1 record is converted as it is read and the decoded record dropped, so
-// memory grows with the analysis view only (about 0.7 KB per request with 16 chunk gaps)
-// instead of holding every artifact.Request as well. Strings, numbers and chunk gaps of the
-// requests are packed into shared blocks; repeated low-cardinality strings (session, case,
-// status, sources, modes) share one copy. Warmup requests are counted, not kept. Every other
-// record is kept as artifact.ReadFileContext keeps it, and a truncated last line is reported
-// in Artifact.Truncated, not as an error.
+// infer.request v1 record is copied into its Request as it is read and the decoded record
+// dropped, so memory grows with the analysis view only (about 0.9 KB per request with 16
+// chunk gaps) instead of holding every decoded record as well. The copy equals the record;
+// its strings, numbers and chunk gaps are packed into shared blocks, and repeated values
+// (low-cardinality strings, small integers) share one copy. Warmup requests are counted and
+// only their join keys kept. Every other record is kept as artifact.ReadFileContext keeps it,
+// and a truncated last line is reported in Artifact.Truncated, not as an error.
 //
 // The file is cut into blocks of whole lines that several goroutines decode with
 // artifact.Read (one per CPU, at most 8) while one goroutine merges their records in file
@@ -103,34 +105,6 @@ type readOptions struct {
 	maxLineBytes int // artifact.Reader.MaxLineBytes (artifact.MaxLineBytes)
 }
 
-// block is a run of whole lines (the last block may end without a newline).
-type block struct {
-	data  []byte
-	final bool
-	err   error // a read error met after the previous block
-	res   chan blockResult
-}
-
-// blockResult is a decoded block: its records in order, its read statistics (line numbers
-// local to the block) and its error.
-type blockResult struct {
-	items []blockItem
-	stats artifact.Stats
-	err   error
-}
-
-// blockItem is one record of a block: an infer.request v1 (request; converted into req when
-// measured, only counted otherwise), or any other record (value, with raw for the kinds
-// kept as JSON when repeated: infer.artifact and infer.workload).
-type blockItem struct {
-	value    artifact.Record
-	raw      []byte
-	kind     artifact.Kind
-	request  bool
-	measured bool
-	req      Request
-}
-
 func readInput(ctx context.Context, path string, o readOptions) (*Input, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -142,54 +116,14 @@ func readInput(ctx context.Context, path string, o readOptions) (*Input, error) 
 
 // readFrom is readInput over r; path names it in errors and Artifact.Path.
 func readFrom(ctx context.Context, r io.Reader, path string, o readOptions) (*Input, error) {
-	if o.blockBytes <= 0 {
-		o.blockBytes = 4 << 20
-	}
-	if o.workers <= 0 {
-		o.workers = min(runtime.GOMAXPROCS(0), 8)
-	}
-	if o.maxLineBytes <= 0 {
-		o.maxLineBytes = artifact.MaxLineBytes
-	}
+	o = o.withDefaults()
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait() // after cancel (deferred below, so it runs first): nothing outlives the file
 	defer cancel()
-	work := make(chan *block)
-	order := make(chan *block, 2*o.workers)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer close(order)
-		defer close(work)
-		splitBlocks(ctx, r, o, work, order)
-	}()
-	for range o.workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var p packer
-			rd := artifact.Reader{MaxLineBytes: o.maxLineBytes}
-			for b := range work {
-				if b.err != nil {
-					b.res <- blockResult{err: b.err}
-					continue
-				}
-				b.res <- decodeBlock(rd, &p, b.data)
-			}
-		}()
-	}
-
-	a := &artifact.Artifact{Path: path}
-	in := &Input{Artifact: a, Cases: map[string][]Request{}}
-	st := artifact.Stats{Kinds: map[artifact.Kind]int{}}
-	budget := presizeBudget
-	fail := func(err error) (*Input, error) {
-		if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
+	rc := newRecycler(o.workers + 2)
+	order := startDecoding(ctx, &wg, r, o, rc)
+	m := newMerger(path)
 	for b := range order {
 		var res blockResult
 		select {
@@ -200,60 +134,117 @@ func readFrom(ctx context.Context, r io.Reader, path string, o readOptions) (*In
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		before := st.Lines
-		if res.err != nil {
-			var le *artifact.LineError
-			if errors.As(res.err, &le) {
-				return fail(&artifact.LineError{Line: le.Line + before, Field: le.Field, Err: le.Err})
+		if err := m.add(b, res); err != nil {
+			if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+				return nil, err
 			}
-			if b.err != nil {
-				// a read error of the file itself, after line `before`
-				return fail(fmt.Errorf("%w: reading line %d: %w", artifact.ErrInvalidArtifact, before+1, res.err))
-			}
-			return fail(res.err)
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		for i := range res.items {
-			it := &res.items[i]
-			if it.request {
-				in.RequestRecords++
-				if !it.measured {
-					if it.req.XRequestID != nil || it.req.TraceID != nil {
-						in.Warmup = append(in.Warmup, it.req)
-					}
-					continue
-				}
-				id := it.req.CaseID
-				list, seen := in.Cases[id]
-				if !seen {
-					if n := declaredCount(a.Workload, id); n > 0 && n <= budget {
-						list = make([]Request, 0, n)
-						budget -= n
-					}
-				}
-				in.Cases[id] = append(list, it.req)
-				continue
-			}
-			keep(a, it)
-		}
-		st.Lines += res.stats.Lines
-		st.Records += res.stats.Records
-		st.BlankLines += res.stats.BlankLines
-		for k, n := range res.stats.Kinds {
-			st.Kinds[k] += n
-		}
-		if b.final {
-			st.MissingFinalNewline = res.stats.MissingFinalNewline
-			if t := res.stats.Truncated; t != nil {
-				st.Truncated = &artifact.Truncation{Line: t.Line + before, Bytes: t.Bytes}
-			}
-		}
+		rc.releaseItems(res.items)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	a.Stats = st
-	a.Truncated = st.Truncated
-	return in, nil
+	return m.input(), nil
+}
+
+// withDefaults fills the zero options with the defaults.
+func (o readOptions) withDefaults() readOptions {
+	if o.blockBytes <= 0 {
+		o.blockBytes = 4 << 20
+	}
+	if o.workers <= 0 {
+		o.workers = min(runtime.GOMAXPROCS(0), 8)
+	}
+	if o.maxLineBytes <= 0 {
+		o.maxLineBytes = artifact.MaxLineBytes
+	}
+	return o
+}
+
+// merger files decoded blocks, in file order, into one Input, as one sequential read of the
+// file would: line numbers continue across blocks, and the truncation and missing final
+// newline of the last block are the file's.
+type merger struct {
+	a      *artifact.Artifact
+	in     *Input
+	st     artifact.Stats
+	budget int // requests that may still be reserved up front (presizeBudget)
+}
+
+func newMerger(path string) *merger {
+	a := &artifact.Artifact{Path: path}
+	return &merger{
+		a:      a,
+		in:     &Input{Artifact: a, Cases: map[string][]Request{}},
+		st:     artifact.Stats{Kinds: map[artifact.Kind]int{}},
+		budget: presizeBudget,
+	}
+}
+
+// add files block b's result. Errors: the block's error, its line number made file-wide; a
+// read error of the file itself names the line after the last one read.
+func (m *merger) add(b *block, res blockResult) error {
+	before := m.st.Lines
+	if res.err != nil {
+		var le *artifact.LineError
+		if errors.As(res.err, &le) {
+			return &artifact.LineError{Line: le.Line + before, Field: le.Field, Err: le.Err}
+		}
+		if b.err != nil {
+			return fmt.Errorf("%w: reading line %d: %w", artifact.ErrInvalidArtifact, before+1, res.err)
+		}
+		return res.err
+	}
+	for i := range res.items {
+		m.item(&res.items[i])
+	}
+	m.st.Lines += res.stats.Lines
+	m.st.Records += res.stats.Records
+	m.st.BlankLines += res.stats.BlankLines
+	for k, n := range res.stats.Kinds {
+		m.st.Kinds[k] += n
+	}
+	if b.final {
+		m.st.MissingFinalNewline = res.stats.MissingFinalNewline
+		if t := res.stats.Truncated; t != nil {
+			m.st.Truncated = &artifact.Truncation{Line: t.Line + before, Bytes: t.Bytes}
+		}
+	}
+	return nil
+}
+
+// item files one record: a measured request into its case (the case's list reserved up
+// front for the workload's declared count, within the budget), a sent warmup request's join
+// keys, anything else as artifact.ReadFileContext keeps it.
+func (m *merger) item(it *blockItem) {
+	if !it.request {
+		keep(m.a, it)
+		return
+	}
+	m.in.RequestRecords++
+	if !it.measured {
+		if it.sent {
+			m.in.Warmup = append(m.in.Warmup, it.warmup)
+		}
+		return
+	}
+	id := it.req.CaseID
+	list, seen := m.in.Cases[id]
+	if !seen {
+		if n := declaredCount(m.a.Workload, id); n > 0 && n <= m.budget {
+			list = make([]Request, 0, n)
+			m.budget -= n
+		}
+	}
+	m.in.Cases[id] = append(list, it.req)
+}
+
+// input returns the merged Input with the read statistics.
+func (m *merger) input() *Input {
+	m.a.Stats = m.st
+	m.a.Truncated = m.st.Truncated
+	return m.in
 }
 
 // keep files a record other than an infer.request v1 the way artifact.ReadFileContext does.
@@ -288,86 +279,6 @@ func keep(a *artifact.Artifact, it *blockItem) {
 	}
 }
 
-// decodeBlock reads one block with artifact.Reader, converting measured requests with p.
-func decodeBlock(rd artifact.Reader, p *packer, data []byte) blockResult {
-	var items []blockItem
-	st, err := rd.Read(bytes.NewReader(data), func(rec artifact.Line) error {
-		switch v := rec.Value.(type) {
-		case *artifact.Request:
-			it := blockItem{request: true, measured: v.Phase == artifact.PhaseMeasured}
-			if it.measured {
-				it.req = p.request(v)
-			} else {
-				it.req = Request{XRequestID: p.strPtr(v.XRequestID), TraceID: p.strPtr(v.TraceID)}
-			}
-			items = append(items, it)
-		case *artifact.ArtifactHeader, *artifact.Workload:
-			items = append(items, blockItem{value: rec.Value, kind: rec.Kind, raw: bytes.Clone(rec.Raw)})
-		default:
-			items = append(items, blockItem{value: rec.Value, kind: rec.Kind})
-		}
-		return nil
-	})
-	return blockResult{items: items, stats: st, err: err}
-}
-
-// splitBlocks cuts the file into blocks that end at a newline (the final one at EOF) and
-// hands each to the workers (work) and, in file order, to the merger (order). A line longer
-// than the limit is handed over as it is, so that artifact.Read reports it; so is a read
-// error. It stops when ctx ends.
-func splitBlocks(ctx context.Context, r io.Reader, o readOptions, work, order chan<- *block) {
-	send := func(b *block) bool {
-		b.res = make(chan blockResult, 1)
-		select {
-		case order <- b:
-		case <-ctx.Done():
-			return false
-		}
-		select {
-		case work <- b:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-	var pending []byte
-	for {
-		// a long line grows the buffer geometrically, not by one block at a time
-		buf := make([]byte, len(pending), len(pending)+max(o.blockBytes, len(pending)))
-		copy(buf, pending)
-		n, err := io.ReadFull(r, buf[len(pending):cap(buf)])
-		buf = buf[:len(pending)+n]
-		switch {
-		case err == io.EOF || err == io.ErrUnexpectedEOF:
-			send(&block{data: buf, final: true})
-			return
-		case err != nil:
-			// the complete lines before the error are still read, then the error
-			if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
-				if !send(&block{data: buf[:i+1]}) {
-					return
-				}
-			}
-			send(&block{err: err, final: true})
-			return
-		}
-		i := bytes.LastIndexByte(buf, '\n')
-		if i < 0 {
-			if len(buf) > o.maxLineBytes {
-				// no newline within the limit: artifact.Read reports the line as too long
-				send(&block{data: buf, final: true})
-				return
-			}
-			pending = buf
-			continue
-		}
-		if !send(&block{data: buf[:i+1]}) {
-			return
-		}
-		pending = buf[i+1:]
-	}
-}
-
 // declaredCount is the measured request count the workload declares for caseID (0 when it
 // declares none, the case is unknown, or the count is out of range).
 func declaredCount(w *artifact.Workload, caseID string) int {
@@ -384,166 +295,4 @@ func declaredCount(w *artifact.Workload, caseID string) int {
 		}
 	}
 	return 0
-}
-
-// packer copies the fields of decoded requests into shared blocks, so that a million
-// requests are a few thousand allocations instead of tens of millions: strings are appended
-// to a strings.Builder (its String() views never change as it grows within its capacity),
-// numbers and chunk gaps to fixed-size slices that are never reallocated.
-type packer struct {
-	text   strings.Builder
-	ints   []int64
-	floats []float64
-	strs   []string
-	names  map[string]string
-}
-
-const (
-	textBlock   = 1 << 20
-	intBlock    = 8 << 10
-	floatBlock  = 64 << 10
-	stringBlock = 4 << 10
-	maxNames    = 1 << 16
-)
-
-// intern returns one shared copy of a low-cardinality string.
-func (p *packer) intern(s string) string {
-	if v, ok := p.names[s]; ok {
-		return v
-	}
-	if p.names == nil {
-		p.names = map[string]string{}
-	}
-	v := p.str(s)
-	if len(p.names) < maxNames {
-		p.names[v] = v
-	}
-	return v
-}
-
-// internPtr is strPtr for repetitive values (error types and messages repeat across the
-// requests of a failing run).
-func (p *packer) internPtr(s *string) *string {
-	if s == nil {
-		return nil
-	}
-	if len(p.strs) == cap(p.strs) {
-		p.strs = make([]string, 0, stringBlock)
-	}
-	p.strs = append(p.strs, p.intern(*s))
-	return &p.strs[len(p.strs)-1]
-}
-
-// str copies s into the current text block.
-func (p *packer) str(s string) string {
-	if len(s) == 0 {
-		return ""
-	}
-	if len(s) > textBlock/4 {
-		return strings.Clone(s)
-	}
-	if p.text.Cap()-p.text.Len() < len(s) {
-		p.text = strings.Builder{}
-		p.text.Grow(textBlock)
-	}
-	start := p.text.Len()
-	p.text.WriteString(s)
-	return p.text.String()[start:]
-}
-
-func (p *packer) strPtr(s *string) *string {
-	if s == nil {
-		return nil
-	}
-	if len(p.strs) == cap(p.strs) {
-		p.strs = make([]string, 0, stringBlock)
-	}
-	p.strs = append(p.strs, p.str(*s))
-	return &p.strs[len(p.strs)-1]
-}
-
-func (p *packer) i64(v *int64) *int64 {
-	if v == nil {
-		return nil
-	}
-	if len(p.ints) == cap(p.ints) {
-		p.ints = make([]int64, 0, intBlock)
-	}
-	p.ints = append(p.ints, *v)
-	return &p.ints[len(p.ints)-1]
-}
-
-func (p *packer) f64(v *float64) *float64 {
-	if v == nil {
-		return nil
-	}
-	if len(p.floats) == cap(p.floats) {
-		p.floats = make([]float64, 0, floatBlock)
-	}
-	p.floats = append(p.floats, *v)
-	return &p.floats[len(p.floats)-1]
-}
-
-// gaps copies a chunk-gap list; the result's capacity is its length, so appending to it
-// never writes into a neighbour's gaps.
-func (p *packer) gaps(v []float64) []float64 {
-	if len(v) == 0 {
-		if v == nil {
-			return nil
-		}
-		return []float64{}
-	}
-	if len(v) > floatBlock/8 {
-		return append([]float64(nil), v...)
-	}
-	if cap(p.floats)-len(p.floats) < len(v) {
-		p.floats = make([]float64, 0, floatBlock)
-	}
-	start := len(p.floats)
-	p.floats = append(p.floats, v...)
-	return p.floats[start:len(p.floats):len(p.floats)]
-}
-
-// request is fromArtifact(r, nil) with every string, pointer and slice packed into p's
-// blocks (nothing of r is retained). RequestID shares the tail of XRequestID when that is
-// "…-<request_id>", as inferprobe writes it.
-func (p *packer) request(r *artifact.Request) Request {
-	out := Request{
-		SessionID:          p.intern(r.SessionID),
-		CaseID:             p.intern(r.CaseID),
-		XRequestID:         p.strPtr(r.XRequestID),
-		TraceID:            p.strPtr(r.TraceID),
-		RequestIndex:       p.i64(r.RequestIndex),
-		Status:             p.intern(r.Status),
-		StartedAtNs:        p.i64(r.StartedAtNS),
-		EndedAtNs:          p.i64(r.EndedAtNS),
-		IntendedAtNs:       p.i64(r.IntendedAtNS),
-		E2EMs:              p.f64(r.E2ELatencyMS),
-		TTFTMs:             p.f64(r.TTFTMS),
-		FirstChunkMs:       p.f64(r.FirstChunkLatencyMS),
-		DispatchLagMs:      p.f64(r.DispatchLagMS),
-		ChunkGapsMs:        p.gaps(r.ChunkInterarrivalMS),
-		Stream:             r.Stream,
-		PromptTokens:       p.i64(r.PromptTokens),
-		OutputTokens:       p.i64(r.OutputTokens),
-		TotalTokens:        p.i64(r.TotalTokens),
-		OutputTokenSource:  p.intern(r.OutputTokenSource),
-		HTTPStatus:         p.i64(r.HTTPStatus),
-		ErrorType:          p.internPtr(r.ErrorType),
-		ErrorMessage:       p.internPtr(r.ErrorMessage),
-		ArrivalMode:        p.intern(r.ArrivalMode),
-		HeldForSlot:        r.HeldForSlot != nil && *r.HeldForSlot,
-		InFlightAtDispatch: p.i64(r.InFlightAtDispatch),
-		PromptMode:         p.intern(r.PromptMode),
-		PromptID:           p.strPtr(r.PromptID),
-		PromptDigest:       p.strPtr(r.PromptDigest),
-		PrefixGroup:        p.i64(r.PrefixGroup),
-		SharedPrefixTokens: p.i64(r.SharedPrefixTokens),
-	}
-	if x := out.XRequestID; x != nil && len(*x) > len(r.RequestID) && strings.HasSuffix(*x, r.RequestID) {
-		out.RequestID = (*x)[len(*x)-len(r.RequestID):]
-	} else {
-		out.RequestID = p.str(r.RequestID)
-	}
-	return out
 }

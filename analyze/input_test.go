@@ -66,6 +66,74 @@ func sameInput(t testing.TB, label string, got, want *Input, gotErr, wantErr err
 		}
 		t.Fatalf("%s: cases differ (%d vs %d)", label, len(got.Cases), len(want.Cases))
 	}
+	if !reflect.DeepEqual(got.Warmup, want.Warmup) {
+		t.Fatalf("%s: warmup join keys\n got %+v\nwant %+v", label, got.Warmup, want.Warmup)
+	}
+}
+
+// fullRequest is an infer.request v1 record with every field set to a non-zero value: each
+// string "<field>", each number 7, each bool true, the chunk gaps [1.5, 2.5], and
+// XRequestID ending in "-<request_id>".
+func fullRequest(t testing.TB) *artifact.Request {
+	r := &artifact.Request{}
+	v := reflect.ValueOf(r).Elem()
+	for i := range v.NumField() {
+		f, name := v.Field(i), v.Type().Field(i).Name
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString(name)
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Int64:
+			f.SetInt(7)
+		case reflect.Slice:
+			f.Set(reflect.ValueOf([]float64{1.5, 2.5}))
+		case reflect.Pointer:
+			p := reflect.New(f.Type().Elem())
+			switch p.Elem().Kind() {
+			case reflect.String:
+				p.Elem().SetString(name)
+			case reflect.Bool:
+				p.Elem().SetBool(true)
+			case reflect.Int64:
+				p.Elem().SetInt(7)
+			case reflect.Float64:
+				p.Elem().SetFloat(7)
+			default:
+				t.Fatalf("field %s: unexpected type %s", name, f.Type())
+			}
+			f.Set(p)
+		default:
+			t.Fatalf("field %s: unexpected type %s", name, f.Type())
+		}
+	}
+	r.XRequestID = ps("inferprobe-run-" + r.RequestID)
+	return r
+}
+
+// The streaming reader's packed copy of a record is the record, field for field, and shares
+// none of its memory; TimestampNS shares StartedAtNS only when they are equal.
+func TestPackedRecordEqualsTheRecord(t *testing.T) {
+	var p packer
+	r := fullRequest(t)
+	got := p.record(r)
+	if !reflect.DeepEqual(&got, r) {
+		t.Fatalf("packed record\n got %+v\nwant %+v", got, *r)
+	}
+	if got.StartedAtNS == r.StartedAtNS || got.TTFTMS == r.TTFTMS || got.HeldForSlot == r.HeldForSlot || &got.ChunkInterarrivalMS[0] == &r.ChunkInterarrivalMS[0] {
+		t.Error("the packed record shares memory with the decoded one")
+	}
+	if got.TimestampNS != got.StartedAtNS || got.RequestID != "RequestID" {
+		t.Errorf("timestamp %p started %p request id %q: equal times share one value", got.TimestampNS, got.StartedAtNS, got.RequestID)
+	}
+	r.TimestampNS = p64(8)
+	if got := p.record(r); got.TimestampNS == got.StartedAtNS || *got.TimestampNS != 8 || *got.StartedAtNS != 7 {
+		t.Errorf("timestamp %d started %d: different times are two values", *got.TimestampNS, *got.StartedAtNS)
+	}
+	r.ChunkInterarrivalMS, r.HeldForSlot, r.TimestampNS = []float64{}, nil, nil
+	if got := p.record(r); got.ChunkInterarrivalMS == nil || len(got.ChunkInterarrivalMS) != 0 || got.HeldForSlot != nil || got.TimestampNS != nil {
+		t.Errorf("empty gaps %v, held %v, timestamp %v: [] stays [] and null stays null", got.ChunkInterarrivalMS, got.HeldForSlot, got.TimestampNS)
+	}
 }
 
 func line(t testing.TB, rec any) string {

@@ -2,74 +2,46 @@ package analyze
 
 import (
 	"encoding/json"
-	"math"
 	"reflect"
 	"strconv"
 
 	"github.com/inferprobe/inferprobe/artifact"
 )
 
-// Request statuses (stormlog.md §2.5; seed "Request outcomes"). Any other status is counted
-// under population.other by name.
+// Request statuses: the infer.request outcome statuses (artifact.Request*). Any other status
+// is counted under population.other by name.
 const (
-	StatusOK              = "ok"
-	StatusError           = "error"
-	StatusTimeout         = "timeout"
-	StatusCancelled       = "cancelled"
-	StatusDropped         = "dropped"
-	StatusUnreachable     = "unreachable"
-	StatusDeliveryUnknown = "delivery_unknown"
-	StatusRejected        = "rejected"
+	StatusOK              = artifact.RequestOK
+	StatusError           = artifact.RequestError
+	StatusTimeout         = artifact.RequestTimeout
+	StatusCancelled       = artifact.RequestCancelled
+	StatusDropped         = artifact.RequestDropped
+	StatusUnreachable     = artifact.RequestUnreachable
+	StatusDeliveryUnknown = artifact.RequestDeliveryUnknown
+	StatusRejected        = artifact.RequestRejected
 )
 
-// Request is the analysis view of one measured infer.request v1 record: the fields analysis
-// reads, with the artifact's names and units (times *_Ns are Unix epoch nanoseconds, *_Ms
-// milliseconds; nil = not recorded). ChunkGapsMs are the gaps between content chunks
-// (chunk-level, never token-level). Span holds the attributes of the request's joined vLLM
-// span (gen_ai.latency.* in seconds) or nil; SpanMissingReason says why there is none
+// Request is the analysis view of one measured infer.request v1 record: the record itself
+// (artifact.Request, its fields and units as recorded; nil = not recorded) and the server
+// evidence joined to it by x_request_id. Span holds the attributes of the request's joined
+// vLLM span (gen_ai.latency.* in seconds) or nil; SpanMissingReason says why there is none
 // ("" reads as no_joined_span; "conflicting_spans", "multiple_spans" for quarantined ones).
-// ServerAdmitted is true when a server source confirmed it saw the request.
+// ServerAdmitted is true when a server source confirmed it saw the request. The values the
+// record's pointers point to may be shared with other requests (ReadInput packs equal values
+// once): read them, never write through them.
 type Request struct {
-	SessionID         string
-	RequestID         string
-	CaseID            string
-	XRequestID        *string
-	TraceID           *string // the traceparent trace id sent (span join by trace)
-	RequestIndex      *int64
-	Status            string
-	StartedAtNs       *int64
-	EndedAtNs         *int64
-	IntendedAtNs      *int64
-	E2EMs             *float64
-	TTFTMs            *float64
-	FirstChunkMs      *float64
-	DispatchLagMs     *float64
-	ChunkGapsMs       []float64
-	Stream            bool
-	PromptTokens      *int64
-	OutputTokens      *int64
-	TotalTokens       *int64
-	OutputTokenSource string
-	// HTTPStatus, ErrorType and ErrorMessage say why a request failed (nil when it did not,
-	// or when the record does not say).
-	HTTPStatus         *int64
-	ErrorType          *string
-	ErrorMessage       *string
-	ArrivalMode        string
-	HeldForSlot        bool
-	InFlightAtDispatch *int64
-	PromptMode         string
-	PromptID           *string
-	PromptDigest       *string
-	PrefixGroup        *int64
-	SharedPrefixTokens *int64
+	artifact.Request
 
 	Span              map[string]any
 	SpanMissingReason string
 	ServerAdmitted    bool
 }
 
-// Criterion outcomes, request outcomes and span outcomes (stormlog.md §3.2).
+// heldForSlot reports whether the request waited for a free in-flight slot (held_for_slot
+// true; null reads as false).
+func heldForSlot(r *Request) bool { return r.HeldForSlot != nil && *r.HeldForSlot }
+
+// Criterion outcomes, request outcomes and span outcomes.
 const (
 	OutcomePass          = "pass"
 	OutcomeFail          = "fail"
@@ -90,57 +62,13 @@ var SpanAttributes = map[string]string{
 	"server.queue": "gen_ai.latency.time_in_queue",
 }
 
-// metricValue is a criterion's value in ms for one request, or why there is none.
-type metricValue struct {
-	ms            float64
-	ok            bool
-	notApplicable bool
-	reason        string
-}
-
-func value(v *float64, reason string) metricValue {
-	if v == nil {
-		return metricValue{reason: reason}
-	}
-	return metricValue{ms: *v, ok: true}
-}
-
-// requestValue returns the value of a per-request criterion key for r (stormlog.md §3.2).
-func requestValue(key string, r *Request) metricValue {
-	switch key {
-	case "client.ttft":
-		return value(r.TTFTMs, "no_client_ttft")
-	case "client.ttft_from_intended":
-		if r.TTFTMs == nil {
-			return metricValue{reason: "no_client_ttft"}
-		}
-		if r.DispatchLagMs == nil {
-			return metricValue{reason: "no_dispatch_lag"}
-		}
-		return metricValue{ms: *r.TTFTMs + *r.DispatchLagMs, ok: true}
-	case "client.e2e":
-		return value(r.E2EMs, "no_client_e2e")
-	case "client.e2e_from_intended":
-		if r.IntendedAtNs == nil || r.EndedAtNs == nil {
-			return metricValue{reason: "no_intended_or_end_time"}
-		}
-		return metricValue{ms: float64(*r.EndedAtNs-*r.IntendedAtNs) / 1e6, ok: true}
-	case "client.tpot":
-		// vLLM's benchmark formula, only with the output token count the server reported; one
-		// output token or none has no TPOT and counts as meeting the limit.
-		if r.OutputTokenSource != "server_usage" {
-			return metricValue{reason: "output_tokens_not_server_reported"}
-		}
-		if r.OutputTokens == nil {
-			return metricValue{reason: "no_output_tokens"}
-		}
-		if *r.OutputTokens <= 1 {
-			return metricValue{notApplicable: true, reason: "single_output_token"}
-		}
-		if r.TTFTMs == nil || r.E2EMs == nil {
-			return metricValue{reason: "no_client_ttft_or_e2e"}
-		}
-		return metricValue{ms: (*r.E2EMs - *r.TTFTMs) / float64(*r.OutputTokens-1), ok: true}
+// requestValue returns the value of a per-request criterion key for r: a client.* key is
+// (*artifact.Request).ClientMetric, the one definition of the client metrics; a server key
+// (SpanAttributes) reads the request's joined span, and without one has no value (reason
+// SpanMissingReason, or no_joined_span); any other key has no value (no_value).
+func requestValue(key string, r *Request) artifact.MetricValue {
+	if v := r.ClientMetric(key); v.Reason != artifact.UnknownClientMetricKey {
+		return v
 	}
 	if attr, ok := SpanAttributes[key]; ok {
 		if r.Span == nil {
@@ -148,21 +76,21 @@ func requestValue(key string, r *Request) metricValue {
 			if reason == "" {
 				reason = "no_joined_span"
 			}
-			return metricValue{reason: reason}
+			return artifact.MetricValue{Reason: reason}
 		}
 		return spanValue(r.Span, attr)
 	}
-	return metricValue{reason: "no_value"}
+	return artifact.MetricValue{Reason: artifact.UnknownClientMetricKey}
 }
 
 // spanValue reads a span attribute in seconds as ms. A missing or non-numeric attribute
 // (string, bool, …) is span_attribute_missing:<attr>; NaN/±Inf is non_finite_value.
-func spanValue(attrs map[string]any, attr string) metricValue {
+func spanValue(attrs map[string]any, attr string) artifact.MetricValue {
 	seconds, ok := numberOf(attrs[attr])
 	if !ok {
-		return metricValue{reason: "span_attribute_missing:" + attr}
+		return artifact.MetricValue{Reason: "span_attribute_missing:" + attr}
 	}
-	return metricValue{ms: seconds * 1000, ok: true}
+	return artifact.MetricValue{Ms: seconds * 1000, OK: true}
 }
 
 // numberOf accepts JSON-decoded numbers (float64, json.Number, Go integer types); booleans,
@@ -189,18 +117,18 @@ func numberOf(v any) (float64, bool) {
 }
 
 // judgeValue applies one limit to one value (pass ⇔ value ≤ max, inclusive).
-func judgeValue(v metricValue, limit float64) (outcome, reason string) {
+func judgeValue(v artifact.MetricValue, limit float64) (outcome, reason string) {
 	switch {
-	case v.notApplicable:
-		return OutcomeNotApplicable, v.reason
-	case !v.ok:
-		if v.reason == "" {
-			return OutcomeUnknown, "no_value"
+	case v.NotApplicable:
+		return OutcomeNotApplicable, v.Reason
+	case !v.OK:
+		if v.Reason == "" {
+			return OutcomeUnknown, artifact.UnknownClientMetricKey
 		}
-		return OutcomeUnknown, v.reason
-	case math.IsNaN(v.ms) || math.IsInf(v.ms, 0):
+		return OutcomeUnknown, v.Reason
+	case !finite(v.Ms):
 		return OutcomeUnknown, "non_finite_value"
-	case v.ms <= limit:
+	case v.Ms <= limit:
 		return OutcomePass, ""
 	}
 	return OutcomeFail, ""
@@ -237,23 +165,23 @@ type SpanJudgement struct {
 }
 
 // judgeCriterion judges c for r; boundary "" means both boundaries are judged.
-func judgeCriterion(c Criterion, r *Request, boundary string) (outcome string, v metricValue, reason string) {
+func judgeCriterion(c Criterion, r *Request, boundary string) (outcome string, v artifact.MetricValue, reason string) {
 	if boundary != "" && c.Boundary != boundary {
-		return OutcomeUnknown, metricValue{}, c.Boundary + "_boundary"
+		return OutcomeUnknown, artifact.MetricValue{}, c.Boundary + "_boundary"
 	}
 	def, _ := criterionDef(c.Key())
 	if def.PerRequest == "" {
-		return OutcomeUnknown, metricValue{}, "aggregate_only"
+		return OutcomeUnknown, artifact.MetricValue{}, "aggregate_only"
 	}
 	v = requestValue(c.Key(), r)
 	outcome, reason = judgeValue(v, c.MaxMs)
 	return outcome, v, reason
 }
 
-func result(c Criterion, outcome string, v metricValue, reason string) CriterionResult {
+func result(c Criterion, outcome string, v artifact.MetricValue, reason string) CriterionResult {
 	res := CriterionResult{Key: c.Key(), Outcome: outcome, MaxMs: c.MaxMs, Reason: reason}
-	if v.ok && !math.IsNaN(v.ms) && !math.IsInf(v.ms, 0) {
-		res.ValueMs = f64Ptr(v.ms)
+	if v.OK && finite(v.Ms) {
+		res.ValueMs = f64Ptr(v.Ms)
 	}
 	return res
 }
@@ -274,7 +202,7 @@ func combine(results []CriterionResult) string {
 	return CriteriaMet
 }
 
-// JudgeRequest judges one request against every criterion of the policy (stormlog.md §3.2).
+// JudgeRequest judges one request against every criterion of the policy.
 // Client criteria read the request; server criteria read only its joined span.
 func (p *Policy) JudgeRequest(r *Request) RequestJudgement {
 	results := make([]CriterionResult, len(p.Criteria))
@@ -322,15 +250,14 @@ type CriterionCounts struct {
 	AttainmentUpper *float64 `json:"attainment_upper"`
 }
 
-// Evaluation is a case judged against a policy: the stormlog.infer.slo_evaluation v1 record
-// (stormlog.md §3.4). Over every offered request (dropped included): attainment_lower =
-// met/offered (unknown counted as missed), attainment_upper = (met+unknown)/offered; goodput
-// = met (and met+unknown) per second of the case's rate interval, and the met requests'
-// output tokens per second. EvidenceCoverage is the share of successful requests whose every
-// criterion could be judged (nil when none succeeded). Status "unmeasurable" (with Reason
-// "<key>: <reason>") nils every attainment and goodput figure, never 0. Rates are nil without
-// an interval of positive length. CohortValid/CohortIssues repeat the case's cohort checks
-// (nil/[] when no cohort was given).
+// Evaluation is a case judged against a policy: the stormlog.infer.slo_evaluation v1 record.
+// Over every offered request (dropped included): attainment_lower = met/offered (unknown
+// counted as missed), attainment_upper = (met+unknown)/offered; goodput = met (and met+unknown)
+// per second of the case's rate interval, and the met requests' output tokens per second.
+// EvidenceCoverage is the share of successful requests whose every criterion could be judged
+// (nil when none succeeded). Status "unmeasurable" (with Reason "<key>: <reason>") nils every
+// attainment and goodput figure, never 0. Rates are nil without an interval of positive length.
+// CohortValid/CohortIssues repeat the case's cohort checks (nil/[] when no cohort was given).
 type Evaluation struct {
 	Format                       string                     `json:"format"`
 	Version                      int                        `json:"version"`
@@ -376,17 +303,75 @@ func share(part, whole int) *float64 {
 // "file" or "artifact"; cohort, when non-nil, is the case's population whose validity the
 // evaluation carries.
 func Evaluate(p *Policy, source string, requests []Request, rate *MeasuredInterval, cohort *Population) *Evaluation {
-	type counts struct {
-		pass, fail, na, unknown int
-		reasons                 map[string]int
-		order                   []string
+	t := judgeAll(p, requests)
+	offered := len(requests)
+	e := &Evaluation{
+		Format:              EvaluationFormat,
+		Version:             EvaluationVersion,
+		SLOName:             p.Name,
+		SLODigest:           p.Digest(),
+		SLOSource:           source,
+		Status:              EvaluationEvaluated,
+		PopulationDeclared:  p.Population,
+		PopulationEvaluated: PopulationOffered,
+		Offered:             offered,
+		Met:                 t.met,
+		Missed:              offered - t.met - t.unknown,
+		Unknown:             t.unknown,
+		EvidenceCoverage:    share(t.complete, t.successful),
+		PerCriterion:        make(map[string]CriterionCounts, len(p.Criteria)),
+		Interval:            rate,
+		CohortIssues:        []string{},
 	}
-	per := make([]counts, len(p.Criteria))
-	for i := range per {
-		per[i].reasons = map[string]int{}
+	if cohort != nil {
+		e.CohortValid = boolPtr(cohort.CohortValid)
+		e.CohortIssues = append([]string{}, cohort.Issues...)
 	}
-	met, unknown, successful, complete := 0, 0, 0, 0
-	var goodTokens int64
+	var reason *string
+	for ci, c := range p.Criteria {
+		cc, why := t.per[ci].counts(c, offered, t.successful)
+		e.PerCriterion[c.Key()] = cc
+		if reason == nil && why != "" {
+			reason = strPtr(c.Key() + ": " + why)
+		}
+	}
+	if reason != nil {
+		e.Status = EvaluationUnmeasurable
+		e.Reason = reason
+		return e
+	}
+	e.AttainmentLower = share(t.met, offered)
+	e.AttainmentUpper = share(t.met+t.unknown, offered)
+	e.GoodputLowerRPS = Rate(float64(t.met), rate)
+	e.GoodputUpperRPS = Rate(float64(t.met+t.unknown), rate)
+	e.GoodputLowerOutputTPS = Rate(float64(t.goodTokens), rate)
+	return e
+}
+
+// judgement is a case's requests judged against a policy: met and unknown requests (a
+// request that is not ok, or fails a criterion, is missed), the successful ones and those
+// whose every criterion could be judged, the met requests' output tokens, and each
+// criterion's outcomes over the successful requests.
+type judgement struct {
+	met, unknown, successful, complete int
+	goodTokens                         int64
+	per                                []criterionTally
+}
+
+// criterionTally is one criterion's outcomes over a case's successful requests, with the
+// unknown reasons counted in first-seen order.
+type criterionTally struct {
+	pass, fail, na, unknown int
+	reasons                 map[string]int
+	order                   []string
+}
+
+// judgeAll judges every request against every criterion of p.
+func judgeAll(p *Policy, requests []Request) judgement {
+	t := judgement{per: make([]criterionTally, len(p.Criteria))}
+	for i := range t.per {
+		t.per[i].reasons = map[string]int{}
+	}
 	for i := range requests {
 		r := &requests[i]
 		ok := r.Status == StatusOK
@@ -399,116 +384,71 @@ func Evaluate(p *Policy, source string, requests []Request, rate *MeasuredInterv
 			case OutcomeUnknown:
 				unk = true
 			}
-			if !ok {
-				continue
-			}
-			pc := &per[ci]
-			switch outcome {
-			case OutcomePass:
-				pc.pass++
-			case OutcomeFail:
-				pc.fail++
-			case OutcomeNotApplicable:
-				pc.na++
-			case OutcomeUnknown:
-				pc.unknown++
-				if pc.reasons[reason] == 0 {
-					pc.order = append(pc.order, reason)
-				}
-				pc.reasons[reason]++
+			if ok {
+				t.per[ci].add(outcome, reason)
 			}
 		}
 		if !ok {
 			continue
 		}
-		successful++
+		t.successful++
 		if !unk {
-			complete++
+			t.complete++
 		}
 		switch {
 		case fail:
 		case unk:
-			unknown++
+			t.unknown++
 		default:
-			met++
+			t.met++
 			if r.OutputTokens != nil {
-				goodTokens += *r.OutputTokens
+				t.goodTokens += *r.OutputTokens
 			}
 		}
 	}
-	offered := len(requests)
-	e := &Evaluation{
-		Format:              EvaluationFormat,
-		Version:             EvaluationVersion,
-		SLOName:             p.Name,
-		SLODigest:           p.Digest(),
-		SLOSource:           source,
-		Status:              EvaluationEvaluated,
-		PopulationDeclared:  p.Population,
-		PopulationEvaluated: PopulationOffered,
-		Offered:             offered,
-		Met:                 met,
-		Missed:              offered - met - unknown,
-		Unknown:             unknown,
-		EvidenceCoverage:    share(complete, successful),
-		PerCriterion:        make(map[string]CriterionCounts, len(p.Criteria)),
-		Interval:            rate,
-		CohortIssues:        []string{},
-	}
-	if cohort != nil {
-		e.CohortValid = boolPtr(cohort.CohortValid)
-		e.CohortIssues = append([]string{}, cohort.Issues...)
-	}
-	var reason *string
-	for ci, c := range p.Criteria {
-		pc := per[ci]
-		def, _ := criterionDef(c.Key())
-		cc := CriterionCounts{Pass: pc.pass, Fail: pc.fail, NotApplicable: pc.na, Unknown: pc.unknown}
-		unjudgeable := pc.unknown > 0 && pc.unknown == successful
-		if def.PerRequest != "" && !unjudgeable {
-			cc.AttainmentLower = share(pc.pass+pc.na, offered)
-			cc.AttainmentUpper = share(pc.pass+pc.na+pc.unknown, offered)
-		}
-		e.PerCriterion[c.Key()] = cc
-		if reason != nil {
-			continue
-		}
-		if def.PerRequest == "" {
-			reason = strPtr(c.Key() + ": aggregate_only")
-		} else if unjudgeable {
-			best := pc.order[0]
-			for _, r := range pc.order {
-				if pc.reasons[r] > pc.reasons[best] {
-					best = r
-				}
-			}
-			reason = strPtr(c.Key() + ": " + best)
-		}
-	}
-	if reason != nil {
-		e.Status = EvaluationUnmeasurable
-		e.Reason = reason
-		return e
-	}
-	e.AttainmentLower = share(met, offered)
-	e.AttainmentUpper = share(met+unknown, offered)
-	e.GoodputLowerRPS = Rate(float64(met), rate)
-	e.GoodputUpperRPS = Rate(float64(met+unknown), rate)
-	e.GoodputLowerOutputTPS = Rate(float64(goodTokens), rate)
-	return e
+	return t
 }
 
-// RequestFromRecord is the analysis view of one infer.request record, without server
-// evidence (Span nil). Live consumers (the exporter) use it to read a request's metrics
-// exactly as the report and SLO judgement read them.
-func RequestFromRecord(r *artifact.Request) Request { return fromArtifact(r, nil) }
+func (pc *criterionTally) add(outcome, reason string) {
+	switch outcome {
+	case OutcomePass:
+		pc.pass++
+	case OutcomeFail:
+		pc.fail++
+	case OutcomeNotApplicable:
+		pc.na++
+	case OutcomeUnknown:
+		pc.unknown++
+		if pc.reasons[reason] == 0 {
+			pc.order = append(pc.order, reason)
+		}
+		pc.reasons[reason]++
+	}
+}
 
-// MetricMs returns the value in milliseconds of a per-request client metric key
-// ("client.ttft", "client.ttft_from_intended", "client.e2e", "client.e2e_from_intended",
-// "client.tpot") with the definitions SLO judgement uses (README "Metric definitions"); ok is
-// false when the request has no value for it (e.g. TPOT without server-reported usage, or
-// with one output token).
-func (r *Request) MetricMs(key string) (ms float64, ok bool) {
-	v := requestValue(key, r)
-	return v.ms, v.ok
+// counts is the criterion's CriterionCounts over offered requests, and why the evaluation
+// is unmeasurable because of it ("" when it is not): aggregate_only for a criterion without
+// per-request values, else the most frequent unknown reason (first seen on ties) when no
+// successful request could be judged on it.
+func (pc *criterionTally) counts(c Criterion, offered, successful int) (CriterionCounts, string) {
+	def, _ := criterionDef(c.Key())
+	cc := CriterionCounts{Pass: pc.pass, Fail: pc.fail, NotApplicable: pc.na, Unknown: pc.unknown}
+	unjudgeable := pc.unknown > 0 && pc.unknown == successful
+	if def.PerRequest != "" && !unjudgeable {
+		cc.AttainmentLower = share(pc.pass+pc.na, offered)
+		cc.AttainmentUpper = share(pc.pass+pc.na+pc.unknown, offered)
+	}
+	switch {
+	case def.PerRequest == "":
+		return cc, "aggregate_only"
+	case unjudgeable:
+		best := pc.order[0]
+		for _, r := range pc.order {
+			if pc.reasons[r] > pc.reasons[best] {
+				best = r
+			}
+		}
+		return cc, best
+	}
+	return cc, ""
 }

@@ -23,7 +23,7 @@ func criterion(j RequestJudgement, key string) CriterionResult {
 	return CriterionResult{}
 }
 
-// §5 items 48–52: the per-request judgement, as a table.
+// The per-request judgement, as a table.
 func TestJudgeRequest(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -41,19 +41,19 @@ func TestJudgeRequest(t *testing.T) {
 		{"fail beside unknown is missed", []string{"ttft:100", "server.ttft:100"}, okReq(0, pf(300)), OutcomeMissed, "server.ttft", OutcomeUnknown, "no_joined_span", 0, false},
 		{"unknown alone is unknown", []string{"ttft:100", "server.ttft:100"}, okReq(0, pf(30)), OutcomeUnknown, "server.ttft", OutcomeUnknown, "no_joined_span", 0, false},
 		{"non-streamed ttft", []string{"ttft:100"}, okReq(0, nil), OutcomeUnknown, "client.ttft", OutcomeUnknown, "no_client_ttft", 0, false},
-		{"error status is missed even when criteria pass", []string{"e2e:1000"}, req(0, StatusError, func(r *Request) { r.E2EMs = pf(20) }), OutcomeMissed, "client.e2e", OutcomePass, "", 20, true},
+		{"error status is missed even when criteria pass", []string{"e2e:1000"}, req(0, StatusError, func(r *Request) { r.E2ELatencyMS = pf(20) }), OutcomeMissed, "client.e2e", OutcomePass, "", 20, true},
 		{"dropped is missed", []string{"e2e:1000"}, req(0, StatusDropped), OutcomeMissed, "client.e2e", OutcomeUnknown, "no_client_e2e", 0, false},
 		{"timeout is missed", []string{"ttft:100"}, req(0, StatusTimeout), OutcomeMissed, "client.ttft", OutcomeUnknown, "no_client_ttft", 0, false},
 		{"unknown status is missed", []string{"ttft:100"}, okReq(0, pf(10), func(r *Request) { r.Status = "mystery" }), OutcomeMissed, "client.ttft", OutcomePass, "", 10, true},
 		{"tpot with tiktoken counts", []string{"tpot:50"}, okReq(0, pf(100), func(r *Request) { r.OutputTokenSource = "tiktoken" }), OutcomeUnknown, "client.tpot", OutcomeUnknown, "output_tokens_not_server_reported", 0, false},
 		{"tpot one token", []string{"tpot:1"}, okReq(0, pf(100), func(r *Request) { r.OutputTokens = p64(1) }), OutcomeMet, "client.tpot", OutcomeNotApplicable, "single_output_token", 0, false},
-		{"tpot value", []string{"tpot:3"}, okReq(0, pf(119), func(r *Request) { r.E2EMs = pf(500); r.OutputTokens = p64(128) }), OutcomeMet, "client.tpot", OutcomePass, "", 3, true},
+		{"tpot value", []string{"tpot:3"}, okReq(0, pf(119), func(r *Request) { r.E2ELatencyMS = pf(500); r.OutputTokens = p64(128) }), OutcomeMet, "client.tpot", OutcomePass, "", 3, true},
 		{"tpot no tokens", []string{"tpot:3"}, okReq(0, pf(119), func(r *Request) { r.OutputTokens = nil }), OutcomeUnknown, "client.tpot", OutcomeUnknown, "no_output_tokens", 0, false},
 		{"tpot no ttft", []string{"tpot:3"}, okReq(0, nil), OutcomeUnknown, "client.tpot", OutcomeUnknown, "no_client_ttft_or_e2e", 0, false},
-		{"ttft from intended", []string{"ttft_from_intended:150"}, okReq(0, pf(100), func(r *Request) { r.DispatchLagMs = pf(50) }), OutcomeMet, "client.ttft_from_intended", OutcomePass, "", 150, true},
+		{"ttft from intended", []string{"ttft_from_intended:150"}, okReq(0, pf(100), func(r *Request) { r.DispatchLagMS = pf(50) }), OutcomeMet, "client.ttft_from_intended", OutcomePass, "", 150, true},
 		{"no dispatch lag", []string{"ttft_from_intended:150"}, okReq(0, pf(100)), OutcomeUnknown, "client.ttft_from_intended", OutcomeUnknown, "no_dispatch_lag", 0, false},
-		{"e2e from intended", []string{"e2e_from_intended:600"}, okReq(0, pf(100), func(r *Request) { r.IntendedAtNs = p64(*r.StartedAtNs - 100_000_000) }), OutcomeMet, "client.e2e_from_intended", OutcomePass, "", 600, true},
-		{"no intended time", []string{"e2e_from_intended:600"}, okReq(0, pf(100), func(r *Request) { r.IntendedAtNs = nil }), OutcomeUnknown, "client.e2e_from_intended", OutcomeUnknown, "no_intended_or_end_time", 0, false},
+		{"e2e from intended", []string{"e2e_from_intended:600"}, okReq(0, pf(100), func(r *Request) { r.IntendedAtNS = p64(*r.StartedAtNS - 100_000_000) }), OutcomeMet, "client.e2e_from_intended", OutcomePass, "", 600, true},
+		{"no intended time", []string{"e2e_from_intended:600"}, okReq(0, pf(100), func(r *Request) { r.IntendedAtNS = nil }), OutcomeUnknown, "client.e2e_from_intended", OutcomeUnknown, "no_intended_or_end_time", 0, false},
 		{"server span value", []string{"server.ttft:100"}, okReq(0, pf(100), func(r *Request) { r.Span = map[string]any{"gen_ai.latency.time_to_first_token": 0.1} }), OutcomeMet, "server.ttft", OutcomePass, "", 100, true},
 		{"server never from client values", []string{"server.e2e:1000"}, okReq(0, pf(100), func(r *Request) { r.Span = map[string]any{} }), OutcomeUnknown, "server.e2e", OutcomeUnknown, "span_attribute_missing:gen_ai.latency.e2e", 0, false},
 		{"span attribute string", []string{"server.queue:100"}, okReq(0, pf(1), func(r *Request) { r.Span = map[string]any{"gen_ai.latency.time_in_queue": "0.1"} }), OutcomeUnknown, "server.queue", OutcomeUnknown, "span_attribute_missing:gen_ai.latency.time_in_queue", 0, false},
@@ -75,7 +75,7 @@ func TestJudgeRequest(t *testing.T) {
 	}
 }
 
-// §5 item 53: a span is judged on server criteria only; never "met".
+// A span is judged on server criteria only; never "met".
 func TestJudgeSpan(t *testing.T) {
 	p := flags(t, "ttft:100", "server.ttft:200")
 	j := p.JudgeSpan(map[string]any{"gen_ai.latency.time_to_first_token": 0.1})
@@ -101,7 +101,7 @@ func TestJudgeSpan(t *testing.T) {
 	}
 }
 
-// §5 items 54–58: attainment and goodput, as a table.
+// Attainment and goodput, as a table.
 func TestEvaluate(t *testing.T) {
 	span := func(s float64) func(*Request) {
 		return func(r *Request) { r.Span = map[string]any{"gen_ai.latency.time_to_first_token": s} }
@@ -144,18 +144,18 @@ func TestEvaluate(t *testing.T) {
 			[]Request{okReq(0, nil, func(r *Request) { r.Status = StatusError })}, oneSecond,
 			want{EvaluationUnmeasurable, "server.itl: aggregate_only", 1, 0, 1, 0, nil, nil, nil, nil, nil, nil, "server.itl", 0, 0, 0, 0, nil, nil}},
 		{"item 57 joint vs marginal", []string{"ttft:200", "e2e:800"},
-			[]Request{okReq(0, pf(100)), okReq(1, pf(300)), okReq(2, pf(100), func(r *Request) { r.E2EMs = pf(900) })}, oneSecond,
+			[]Request{okReq(0, pf(100)), okReq(1, pf(300)), okReq(2, pf(100), func(r *Request) { r.E2ELatencyMS = pf(900) })}, oneSecond,
 			want{EvaluationEvaluated, "", 3, 1, 2, 0, pf(1.0 / 3), pf(1.0 / 3), pf(1), pf(1), pf(10), pf(1), "client.e2e", 2, 1, 0, 0, pf(2.0 / 3), pf(2.0 / 3)}},
 		{"item 58 closed loop over 4 s", []string{"e2e:200"},
-			[]Request{okReq(0, nil, func(r *Request) { r.E2EMs = pf(100) }), okReq(1, nil, func(r *Request) { r.E2EMs = pf(150) }),
-				okReq(2, nil, func(r *Request) { r.E2EMs = pf(250) }), okReq(3, nil, func(r *Request) { r.E2EMs = pf(300) })}, fourSeconds,
+			[]Request{okReq(0, nil, func(r *Request) { r.E2ELatencyMS = pf(100) }), okReq(1, nil, func(r *Request) { r.E2ELatencyMS = pf(150) }),
+				okReq(2, nil, func(r *Request) { r.E2ELatencyMS = pf(250) }), okReq(3, nil, func(r *Request) { r.E2ELatencyMS = pf(300) })}, fourSeconds,
 			want{EvaluationEvaluated, "", 4, 2, 2, 0, pf(0.5), pf(0.5), pf(0.5), pf(0.5), pf(5), pf(1), "client.e2e", 2, 2, 0, 0, pf(0.5), pf(0.5)}},
 		{"tpot one token is good and judged", []string{"tpot:1"},
 			[]Request{okReq(0, pf(100), func(r *Request) { r.OutputTokens = p64(1) }), okReq(1, pf(100), func(r *Request) { r.OutputTokens = p64(1) })}, oneSecond,
 			want{EvaluationEvaluated, "", 2, 2, 0, 0, pf(1), pf(1), pf(2), pf(2), pf(2), pf(1), "client.tpot", 0, 0, 2, 0, pf(1), pf(1)}},
-		{"item 33 no rate interval: attainment only", []string{"e2e:1000"}, reqs(10, StatusOK, func(r *Request) { r.E2EMs = pf(500) }), nil,
+		{"item 33 no rate interval: attainment only", []string{"e2e:1000"}, reqs(10, StatusOK, func(r *Request) { r.E2ELatencyMS = pf(500) }), nil,
 			want{EvaluationEvaluated, "", 10, 10, 0, 0, pf(1), pf(1), nil, nil, nil, pf(1), "client.e2e", 10, 0, 0, 0, pf(1), pf(1)}},
-		{"zero-length interval: no rate", []string{"e2e:1000"}, reqs(2, StatusOK, func(r *Request) { r.E2EMs = pf(500) }), NewInterval(KindMeasuredSpan, 5, 5, CohortAllMeasured),
+		{"zero-length interval: no rate", []string{"e2e:1000"}, reqs(2, StatusOK, func(r *Request) { r.E2ELatencyMS = pf(500) }), NewInterval(KindMeasuredSpan, 5, 5, CohortAllMeasured),
 			want{EvaluationEvaluated, "", 2, 2, 0, 0, pf(1), pf(1), nil, nil, nil, pf(1), "client.e2e", 2, 0, 0, 0, pf(1), pf(1)}},
 	}
 	same := func(a *float64, b *float64) bool {

@@ -4,6 +4,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/inferprobe/inferprobe/artifact"
 )
 
 // Level is one quantile level of the latency block: its report key ("p50", "p99_9") and p.
@@ -34,14 +36,13 @@ type OrderInterval struct {
 	Coverage  float64  `json:"coverage"`
 }
 
-// Estimate is one quantile of one latency metric with how far it can be trusted
-// (stormlog.md §2.6, §3.5). ValueMs is nil with Reason "no_values" when there is nothing to
-// rank, nil with "successful_values_missing" when a successful request lacks the value
-// (failure-penalized only), and nil with Penalized when the level falls in the failure mass.
-// N is the sample count (successful values, or every offered request when penalized);
-// Sufficient ⇔ N ≥ NMin under the rule; NMinExists is Le Boudec's narrowest-interval minimum.
-// ObservedLowerBoundMs is set only for client.e2e in the failure mass when every failure is a
-// timeout with an elapsed time.
+// Estimate is one quantile of one latency metric with how far it can be trusted. ValueMs is nil
+// with Reason "no_values" when there is nothing to rank, nil with "successful_values_missing"
+// when a successful request lacks the value (failure-penalized only), and nil with Penalized
+// when the level falls in the failure mass. N is the sample count (successful values, or every
+// offered request when penalized); Sufficient ⇔ N ≥ NMin under the rule; NMinExists is Le
+// Boudec's narrowest-interval minimum. ObservedLowerBoundMs is set only for client.e2e in the
+// failure mass when every failure is a timeout with an elapsed time.
 type Estimate struct {
 	ValueMs              *float64       `json:"value_ms"`
 	N                    int            `json:"n"`
@@ -123,7 +124,7 @@ type PenalizedInput struct {
 const levelTolerance = 1e-12
 
 // EstimatePenalized estimates the p-quantile over every offered request with each one that
-// did not succeed ranked worst (stormlog.md §3.5): N = offered; the value is the successful
+// did not succeed ranked worst: N = offered; the value is the successful
 // values' quantile at level p·offered/successes, and above level 1 it falls in the failure
 // mass (Penalized, ValueMs nil). The interval ranks failures above all values. When a
 // successful request lacks the value nothing can be ranked: ValueMs nil, Reason
@@ -174,9 +175,6 @@ func estimatePenalizedSorted(sorted []float64, missing, failures int, timeouts [
 	return e
 }
 
-// ClientMetrics are the client latency metrics of every latency block, in report order.
-var ClientMetrics = []string{"client.ttft", "client.ttft_from_intended", "client.e2e", "client.e2e_from_intended", "client.tpot"}
-
 // ServerMetrics are the per-request server metrics, reported only when spans were joined.
 var ServerMetrics = []string{"server.ttft", "server.e2e", "server.queue"}
 
@@ -208,7 +206,7 @@ type UnsuccessfulStatus struct {
 	ElapsedMissing int    `json:"elapsed_missing"`
 }
 
-// LatencyBlock is a case's latency block (stormlog.md §2.6): the sufficiency rule, each
+// LatencyBlock is a case's latency block: the sufficiency rule, each
 // metric's estimates, and the unsuccessful requests' elapsed times by status ({} when every
 // request succeeded).
 type LatencyBlock struct {
@@ -220,21 +218,21 @@ type LatencyBlock struct {
 // elapsedMs is a request's recorded e2e time or, for a request sent and abandoned, send →
 // end; nil for a dropped request or without times.
 func elapsedMs(r *Request) *float64 {
-	if r.E2EMs != nil {
-		return r.E2EMs
+	if r.E2ELatencyMS != nil {
+		return r.E2ELatencyMS
 	}
-	if r.Status == StatusDropped || r.StartedAtNs == nil || r.EndedAtNs == nil || *r.EndedAtNs < *r.StartedAtNs {
+	if r.Status == StatusDropped || r.StartedAtNS == nil || r.EndedAtNS == nil || *r.EndedAtNS < *r.StartedAtNS {
 		return nil
 	}
-	return f64Ptr(float64(*r.EndedAtNs-*r.StartedAtNs) / 1e6)
+	return f64Ptr(float64(*r.EndedAtNS-*r.StartedAtNS) / 1e6)
 }
 
 // LatencyOf computes the latency block over a case's measured requests: the client metrics
 // always, the server metrics when withServer (spans were joined), under rule at Levels.
 func LatencyOf(requests []Request, rule Rule, withServer bool) LatencyBlock {
-	keys := ClientMetrics
+	keys := artifact.ClientMetrics
 	if withServer {
-		keys = append(append([]string{}, ClientMetrics...), ServerMetrics...)
+		keys = append(append([]string{}, artifact.ClientMetrics...), ServerMetrics...)
 	}
 	failures := 0
 	var timeouts []float64
@@ -245,10 +243,10 @@ func LatencyOf(requests []Request, rule Rule, withServer bool) LatencyBlock {
 			continue
 		}
 		failures++
-		if r.Status != StatusTimeout || r.E2EMs == nil {
+		if r.Status != StatusTimeout || r.E2ELatencyMS == nil {
 			allTimeouts = false
 		} else {
-			timeouts = append(timeouts, *r.E2EMs)
+			timeouts = append(timeouts, *r.E2ELatencyMS)
 		}
 	}
 	if failures == 0 || !allTimeouts {
@@ -265,15 +263,15 @@ func LatencyOf(requests []Request, rule Rule, withServer bool) LatencyBlock {
 				continue
 			}
 			v := requestValue(key, r)
-			if v.ok && !math.IsNaN(v.ms) && !math.IsInf(v.ms, 0) {
-				values = append(values, v.ms)
+			if v.OK && finite(v.Ms) {
+				values = append(values, v.Ms)
 			} else {
 				missing++
 			}
 		}
 		sort.Float64s(values)
 		var elapsed []float64
-		if key == "client.e2e" {
+		if key == artifact.MetricE2E {
 			elapsed = timeouts
 		}
 		m := MetricLatency{

@@ -2,6 +2,8 @@ package analyze
 
 import (
 	"testing"
+
+	"github.com/inferprobe/inferprobe/artifact"
 )
 
 func seq(n int) []float64 {
@@ -20,7 +22,7 @@ func repeat(v float64, n int) []float64 {
 	return out
 }
 
-// §5 item 62: n=300 p95 = 285.05, n_min 230, n_min_exists 59, ranks (277, 293).
+// n=300 p95 = 285.05, n_min 230, n_min_exists 59, ranks (277, 293).
 func TestEstimateSuccessful(t *testing.T) {
 	e := EstimateSuccessful(seq(300), 0.95, DefaultRule)
 	if !eq(e.ValueMs, 285.05) || e.N != 300 || !e.Sufficient || e.NMin != 230 || e.NMinExists != 59 || e.Penalized || e.Reason != nil ||
@@ -39,7 +41,7 @@ func TestEstimateSuccessful(t *testing.T) {
 	}
 }
 
-// §5 item 63: the failure-penalised estimand, as a table.
+// The failure-penalised estimand, as a table.
 func TestEstimatePenalized(t *testing.T) {
 	timeouts90 := append(repeat(60000, 9), 59990)
 	ninety := seq(90)
@@ -98,16 +100,17 @@ func TestEstimatePenalized(t *testing.T) {
 	}
 }
 
-// §5 items 63 and 67 inside the latency block; 65 TPOT; 66 server metrics only with spans.
+// The latency block: the failure-penalised estimand and timeouts, TPOT, and the server
+// metrics only with spans.
 func TestLatencyBlock(t *testing.T) {
 	var requests []Request
 	for i := 0; i < 90; i++ {
-		requests = append(requests, okReq(i, pf(float64(i+1)), func(r *Request) { r.E2EMs = pf(float64(i + 1)) }))
+		requests = append(requests, okReq(i, pf(float64(i+1)), func(r *Request) { r.E2ELatencyMS = pf(float64(i + 1)) }))
 	}
 	for i := 90; i < 99; i++ {
-		requests = append(requests, req(i, StatusTimeout, func(r *Request) { r.E2EMs = pf(60000) }))
+		requests = append(requests, req(i, StatusTimeout, func(r *Request) { r.E2ELatencyMS = pf(60000) }))
 	}
-	requests = append(requests, req(99, StatusTimeout, func(r *Request) { r.E2EMs = pf(59990) }))
+	requests = append(requests, req(99, StatusTimeout, func(r *Request) { r.E2ELatencyMS = pf(59990) }))
 	block := LatencyOf(requests, DefaultRule, false)
 	if block.Rule != DefaultRule || len(block.Metrics) != 5 {
 		t.Fatalf("block %+v", block)
@@ -140,11 +143,11 @@ func TestLatencyBlock(t *testing.T) {
 		t.Errorf("unsuccessful %+v", block.Unsuccessful)
 	}
 
-	// item 67: timeouts 59990/60000 → min/p50/max 59990/59995/60000; dropped has no time;
+	// Timeouts 59990/60000 → min/p50/max 59990/59995/60000; dropped has no time;
 	// cancelled counts send → end; an all-success case has none.
 	mixed := []Request{
-		req(0, StatusTimeout, func(r *Request) { r.E2EMs = pf(59990) }),
-		req(1, StatusTimeout, func(r *Request) { r.E2EMs = pf(60000) }),
+		req(0, StatusTimeout, func(r *Request) { r.E2ELatencyMS = pf(59990) }),
+		req(1, StatusTimeout, func(r *Request) { r.E2ELatencyMS = pf(60000) }),
 		req(2, StatusDropped),
 		req(3, StatusCancelled),
 	}
@@ -166,13 +169,13 @@ func TestLatencyBlock(t *testing.T) {
 		t.Errorf("bound with a dropped failure: %s", fstr(e.ObservedLowerBoundMs))
 	}
 
-	// item 65: TPOT = (e2e − ttft)/(tokens − 1) = 3.0 for 128 tokens.
-	tpot := LatencyOf([]Request{okReq(0, pf(119), func(r *Request) { r.E2EMs = pf(500); r.OutputTokens = p64(128) })}, DefaultRule, false)
+	// TPOT = (e2e − ttft)/(tokens − 1) = 3.0 for 128 tokens.
+	tpot := LatencyOf([]Request{okReq(0, pf(119), func(r *Request) { r.E2ELatencyMS = pf(500); r.OutputTokens = p64(128) })}, DefaultRule, false)
 	if v := tpot.Metrics["client.tpot"].Successful["p50"]; !eq(v.ValueMs, 3) {
 		t.Errorf("tpot = %s", fstr(v.ValueMs))
 	}
 
-	// item 66: server metrics with joined spans; a quarantined span is successful_missing;
+	// Server metrics with joined spans; a quarantined span is successful_missing;
 	// server p50 of 400/600 ms = 500.
 	spans := []Request{
 		okReq(0, pf(10), func(r *Request) { r.Span = map[string]any{"gen_ai.latency.e2e": 0.4} }),
@@ -194,17 +197,17 @@ func TestLatencyBlock(t *testing.T) {
 	}
 }
 
-// §5 item 65: chunk gaps stay chunk-level; 8 chunks × 16 tokens → 16 tokens per chunk.
+// Chunk gaps stay chunk-level; 8 chunks × 16 tokens → 16 tokens per chunk.
 func TestStreaming(t *testing.T) {
 	gaps := []float64{5, 5, 5, 5, 5, 5, 10}
 	requests := []Request{
-		okReq(0, pf(100), func(r *Request) { r.ChunkGapsMs = gaps; r.OutputTokens = p64(128) }),
+		okReq(0, pf(100), func(r *Request) { r.ChunkInterarrivalMS = gaps; r.OutputTokens = p64(128) }),
 		// A non-streamed success and a failure are not streamed responses.
 		okReq(1, nil),
-		req(2, StatusError, func(r *Request) { r.Stream = true; r.TTFTMs = pf(5); r.ChunkGapsMs = []float64{1} }),
+		req(2, StatusError, func(r *Request) { r.Stream = true; r.TTFTMS = pf(5); r.ChunkInterarrivalMS = []float64{1} }),
 		// A tokenizer-counted response counts chunks, not tokens per chunk.
 		okReq(3, pf(100), func(r *Request) {
-			r.ChunkGapsMs = []float64{20}
+			r.ChunkInterarrivalMS = []float64{20}
 			r.OutputTokenSource = "tiktoken"
 			r.OutputTokens = p64(1000)
 		}),
@@ -220,10 +223,10 @@ func TestStreaming(t *testing.T) {
 }
 
 func TestArrivalsPromptsTokens(t *testing.T) {
-	held := func(r *Request) { r.HeldForSlot = true }
+	held := func(r *Request) { r.HeldForSlot = artifact.Ptr(true) }
 	requests := []Request{
 		okReq(0, pf(10), func(r *Request) {
-			r.DispatchLagMs = pf(1)
+			r.DispatchLagMS = pf(1)
 			r.InFlightAtDispatch = p64(1)
 			r.PromptMode = "shared-prefix"
 			r.PromptDigest = ps("a")
@@ -233,7 +236,7 @@ func TestArrivalsPromptsTokens(t *testing.T) {
 			r.TotalTokens = p64(522)
 		}),
 		okReq(1, pf(10), held, func(r *Request) {
-			r.DispatchLagMs = pf(101)
+			r.DispatchLagMS = pf(101)
 			r.InFlightAtDispatch = p64(1)
 			r.PromptMode = "shared-prefix"
 			r.PromptDigest = ps("b")
@@ -244,7 +247,7 @@ func TestArrivalsPromptsTokens(t *testing.T) {
 			r.OutputTokenSource = "tiktoken"
 		}),
 		req(2, StatusDropped, held, func(r *Request) { r.PromptMode = "shared-prefix"; r.PromptDigest = ps("a") }),
-		req(3, StatusTimeout, func(r *Request) { r.DispatchLagMs = pf(201) }),
+		req(3, StatusTimeout, func(r *Request) { r.DispatchLagMS = pf(201) }),
 	}
 	w := window()
 	a := ArrivalsOf(requests, w)
@@ -258,7 +261,7 @@ func TestArrivalsPromptsTokens(t *testing.T) {
 		t.Errorf("closed arrivals %+v", closed)
 	}
 	// All intents at one instant (a single burst): no offered rate.
-	burst := ArrivalsOf(reqs(3, StatusOK, func(r *Request) { r.IntendedAtNs = p64(start); r.ArrivalMode = ModeBurst }), nil)
+	burst := ArrivalsOf(reqs(3, StatusOK, func(r *Request) { r.IntendedAtNS = p64(start); r.ArrivalMode = ModeBurst }), nil)
 	if burst.OfferedRatePerSecond != nil {
 		t.Errorf("single burst rate %s", fstr(burst.OfferedRatePerSecond))
 	}
@@ -290,7 +293,7 @@ func BenchmarkLatencyOf100k(b *testing.B) {
 	requests := make([]Request, 100_000)
 	for i := range requests {
 		v := float64((i*7919)%100_000) / 10
-		requests[i] = okReq(i, pf(v), func(r *Request) { r.E2EMs = pf(v * 3); r.DispatchLagMs = pf(1) })
+		requests[i] = okReq(i, pf(v), func(r *Request) { r.E2ELatencyMS = pf(v * 3); r.DispatchLagMS = pf(1) })
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -3,9 +3,11 @@ package analyze
 import (
 	"reflect"
 	"testing"
+
+	"github.com/inferprobe/inferprobe/artifact"
 )
 
-func populate(requests []Request, w *PhaseWindow, mods ...func(*CaseInput)) (Population, Intervals) {
+func populate(requests []Request, w *artifact.PhaseWindow, mods ...func(*CaseInput)) (Population, Intervals) {
 	in := CaseInput{CaseID: "c1", Requests: requests, Window: w}
 	for _, m := range mods {
 		m(&in)
@@ -19,14 +21,14 @@ func fixedWorkload(in *CaseInput) {
 	in.Measurement = &Measurement{RequestCount: p64(10)}
 }
 
-// §5 item 27: every status lands in exactly one bucket and the identities hold.
+// Every status lands in exactly one bucket and the identities hold.
 func TestPopulationBuckets(t *testing.T) {
 	statuses := []string{"ok", "ok", "ok", "error", "timeout", "cancelled", "rejected", "unreachable", "delivery_unknown", "dropped", "mystery"}
 	var requests []Request
 	for i, s := range statuses {
 		requests = append(requests, req(i, s))
 	}
-	p, _ := populate(requests, window(func(w *PhaseWindow) { w.ScheduledArrivals = p64(11) }))
+	p, _ := populate(requests, window(func(w *artifact.PhaseWindow) { w.ScheduledArrivals = p64(11) }))
 	got := [][2]int{{p.Offered, 11}, {int(*p.Scheduled), 11}, {p.Dropped, 1}, {p.Sent, 10}, {p.Unreachable, 1}, {p.DeliveryUnknown, 1},
 		{p.Rejected, 1}, {p.Accepted, 7}, {p.Successful, 3}, {p.Failed, 1}, {p.TimedOut, 1}, {p.Cancelled, 1}, {p.Censored, 2}}
 	for i, g := range got {
@@ -50,14 +52,14 @@ func TestPopulationBuckets(t *testing.T) {
 	}
 }
 
-// §5 items 28–30, 36–38: hard cohort checks and soft notes, as a table.
+// Hard cohort checks and soft notes, as a table.
 func TestCohortChecks(t *testing.T) {
 	nine := func(last Request) []Request { return append(reqs(9, StatusOK), last) }
 	drained := start + 2*second
 	cases := []struct {
 		name     string
 		requests []Request
-		window   *PhaseWindow
+		window   *artifact.PhaseWindow
 		mods     []func(*CaseInput)
 		valid    bool
 		issues   []string
@@ -68,13 +70,13 @@ func TestCohortChecks(t *testing.T) {
 		{"item 29 duplicate x_request_id", nine(req(9, StatusOK, func(r *Request) { r.XRequestID = ps("stormlog-run-c1_measured_0") })), window(), nil, false, []string{"duplicate_x_request_id: 1"}},
 		{"item 29 index out of range", nine(req(9, StatusOK, func(r *Request) { r.RequestIndex = p64(12) })), window(), nil, false, []string{"records_missing: 1 of 10", "request_index_out_of_range"}},
 		{"item 29 session mismatch", nine(req(9, StatusOK, func(r *Request) { r.SessionID = "other" })), window(), nil, false, []string{"session_mismatch"}},
-		{"item 29 start before phase", nine(req(9, StatusOK, func(r *Request) { r.StartedAtNs = p64(start - second) })), window(), nil, false, []string{"outside_window: 1"}},
-		{"item 29 end long after drain", nine(req(9, StatusOK, func(r *Request) { r.EndedAtNs = p64(start + 9*second) })), window(), nil, false, []string{"outside_window: 1"}},
-		{"item 29 missing start", nine(req(9, StatusOK, func(r *Request) { r.StartedAtNs = nil })), window(), nil, false, []string{"outside_window: 1"}},
-		{"item 29 reversed times", nine(req(9, StatusOK, func(r *Request) { r.EndedAtNs = p64(*r.StartedAtNs - 1) })), window(), nil, false, []string{"outside_window: 1"}},
-		{"item 29 end within 1 s of drain", nine(req(9, StatusOK, func(r *Request) { r.EndedAtNs = p64(drained + second/2) })), window(), nil, true, []string{}},
-		{"item 29 end 1.5 s after drain", nine(req(9, StatusOK, func(r *Request) { r.EndedAtNs = p64(drained + 3*second/2) })), window(), nil, false, []string{"outside_window: 1"}},
-		{"item 30 stragglers are a note", reqs(10, StatusOK), window(func(w *PhaseWindow) { w.AbandonedStillRunning = p64(2) }), nil, true, []string{"abandoned_requests_at_start: 2"}},
+		{"item 29 start before phase", nine(req(9, StatusOK, func(r *Request) { r.StartedAtNS = p64(start - second) })), window(), nil, false, []string{"outside_window: 1"}},
+		{"item 29 end long after drain", nine(req(9, StatusOK, func(r *Request) { r.EndedAtNS = p64(start + 9*second) })), window(), nil, false, []string{"outside_window: 1"}},
+		{"item 29 missing start", nine(req(9, StatusOK, func(r *Request) { r.StartedAtNS = nil })), window(), nil, false, []string{"outside_window: 1"}},
+		{"item 29 reversed times", nine(req(9, StatusOK, func(r *Request) { r.EndedAtNS = p64(*r.StartedAtNS - 1) })), window(), nil, false, []string{"outside_window: 1"}},
+		{"item 29 end within 1 s of drain", nine(req(9, StatusOK, func(r *Request) { r.EndedAtNS = p64(drained + second/2) })), window(), nil, true, []string{}},
+		{"item 29 end 1.5 s after drain", nine(req(9, StatusOK, func(r *Request) { r.EndedAtNS = p64(drained + 3*second/2) })), window(), nil, false, []string{"outside_window: 1"}},
+		{"item 30 stragglers are a note", reqs(10, StatusOK), window(func(w *artifact.PhaseWindow) { w.AbandonedRequests.StillRunning = 2 }), nil, true, []string{"abandoned_requests_at_start: 2"}},
 		{"item 30 missing indexes are a note", reqs(10, StatusOK, func(r *Request) { r.RequestIndex = nil }), window(), nil, true, []string{"request_index_unrecorded"}},
 		{"item 36 interrupted open loop", append(reqs(5, StatusOK), req(5, StatusCancelled)), nil, []func(*CaseInput){fixedWorkload},
 			false, []string{"records_missing: 4 of 10", "phase_window_missing"}},
@@ -84,8 +86,8 @@ func TestCohortChecks(t *testing.T) {
 				in.Arrival = &ArrivalSpec{Mode: ModeClosed}
 				in.Measurement = &Measurement{RequestCount: p64(10)}
 			}}, false, []string{"phase_window_missing"}},
-		{"item 37 window without start", reqs(10, StatusOK), window(func(w *PhaseWindow) { w.StartedAtNs = nil }), []func(*CaseInput){fixedWorkload}, false, []string{"phase_window_incomplete"}},
-		{"item 37 window without drain", reqs(10, StatusOK), window(func(w *PhaseWindow) { w.DrainedAtNs = nil }), []func(*CaseInput){fixedWorkload}, false, []string{"phase_window_incomplete"}},
+		{"item 37 window without start", reqs(10, StatusOK), window(func(w *artifact.PhaseWindow) { w.StartedAtNS = nil }), []func(*CaseInput){fixedWorkload}, false, []string{"phase_window_incomplete"}},
+		{"item 37 window without drain", reqs(10, StatusOK), window(func(w *artifact.PhaseWindow) { w.DrainedAtNS = nil }), []func(*CaseInput){fixedWorkload}, false, []string{"phase_window_incomplete"}},
 		{"item 38 no indexes, 11 records for 10 scheduled", reqs(11, StatusOK, func(r *Request) { r.RequestIndex = nil }), window(), nil, false,
 			[]string{"offered_differs_from_scheduled: 11 of 10", "request_index_unrecorded"}},
 		{"no window, no workload: a valid legacy cohort", reqs(6, StatusOK), nil, nil, true, []string{}},
@@ -96,51 +98,51 @@ func TestCohortChecks(t *testing.T) {
 			t.Errorf("%s: valid %v issues %q; want %v %q", c.name, p.CohortValid, p.Issues, c.valid, c.issues)
 		}
 	}
-	// item 36: the scheduled count is recomputed from the workload; none for a closed loop.
+	// The scheduled count is recomputed from the workload; none for a closed loop.
 	p, iv := populate(append(reqs(5, StatusOK), req(5, StatusCancelled)), nil, fixedWorkload)
 	if p.Scheduled == nil || *p.Scheduled != 10 || iv.Rate != nil || *iv.RateReason != RateReasonPhaseWindowMissing {
 		t.Errorf("interrupted open loop: scheduled %v rate %v reason %v", p.Scheduled, iv.Rate, iv.RateReason)
 	}
 }
 
-// §5 items 31–37 and 40: the rate interval, as a table.
+// The rate interval, as a table.
 func TestRateInterval(t *testing.T) {
-	closed := func(w *PhaseWindow) {
+	closed := func(w *artifact.PhaseWindow) {
 		w.ArrivalMode = ModeClosed
 		w.ScheduledArrivals = nil
-		w.ScheduledEndpointOffsetNs = nil
+		w.ScheduledEndpointOffsetNS = nil
 	}
 	cases := []struct {
 		name     string
 		requests []Request
-		window   *PhaseWindow
+		window   *artifact.PhaseWindow
 		mods     []func(*CaseInput)
 		kind     string // "" = no rate interval
 		seconds  float64
 		reason   string
 	}{
 		{"item 31 open loop uses the scheduled window", reqs(10, StatusOK), window(), []func(*CaseInput){fixedWorkload}, KindScheduledWindow, 1, ""},
-		{"item 32 old window recomputes its endpoint", reqs(10, StatusOK), window(func(w *PhaseWindow) { w.ScheduledEndpointOffsetNs = nil }), []func(*CaseInput){fixedWorkload}, KindScheduledWindow, 1, ""},
-		{"item 33 replay without endpoint", reqs(10, StatusOK), window(func(w *PhaseWindow) { w.ArrivalMode = ModeReplay; w.ScheduledEndpointOffsetNs = nil }),
+		{"item 32 old window recomputes its endpoint", reqs(10, StatusOK), window(func(w *artifact.PhaseWindow) { w.ScheduledEndpointOffsetNS = nil }), []func(*CaseInput){fixedWorkload}, KindScheduledWindow, 1, ""},
+		{"item 33 replay without endpoint", reqs(10, StatusOK), window(func(w *artifact.PhaseWindow) { w.ArrivalMode = ModeReplay; w.ScheduledEndpointOffsetNS = nil }),
 			[]func(*CaseInput){func(in *CaseInput) {
 				in.WorkloadRecorded = true
 				in.Arrival = &ArrivalSpec{Mode: ModeReplay, TraceArrivals: p64(10)}
 				in.Measurement = &Measurement{RequestCount: p64(10)}
 			}}, "", 0, RateReasonEndpointUndeclared},
-		{"item 34 closed loop runs to its drain end", append(reqs(9, StatusOK), req(9, StatusTimeout, func(r *Request) { r.EndedAtNs = p64(start + 9*second) })),
-			window(closed, func(w *PhaseWindow) { w.DrainedAtNs = p64(start + 9*second) }), nil, KindMeasuredSpan, 9, ""},
-		{"item 35 no window, no workload: request span", append(reqs(5, StatusOK), req(5, StatusTimeout, func(r *Request) { r.EndedAtNs = p64(start + 9*second) })),
+		{"item 34 closed loop runs to its drain end", append(reqs(9, StatusOK), req(9, StatusTimeout, func(r *Request) { r.EndedAtNS = p64(start + 9*second) })),
+			window(closed, func(w *artifact.PhaseWindow) { w.DrainedAtNS = p64(start + 9*second) }), nil, KindMeasuredSpan, 9, ""},
+		{"item 35 no window, no workload: request span", append(reqs(5, StatusOK), req(5, StatusTimeout, func(r *Request) { r.EndedAtNS = p64(start + 9*second) })),
 			nil, nil, KindRequestSpan, 9, RateReasonNoPhaseWindow},
 		{"item 36 cut short", reqs(6, StatusOK), nil, []func(*CaseInput){fixedWorkload}, "", 0, RateReasonPhaseWindowMissing},
-		{"item 37 window without bounds", reqs(10, StatusOK), window(func(w *PhaseWindow) { w.StartedAtNs = nil }), nil, "", 0, RateReasonPhaseWindowIncomplete},
-		{"poisson window without endpoint, scheduler recomputes", reqs(10, StatusOK), window(func(w *PhaseWindow) { w.ArrivalMode = ModePoisson; w.ScheduledEndpointOffsetNs = nil }),
+		{"item 37 window without bounds", reqs(10, StatusOK), window(func(w *artifact.PhaseWindow) { w.StartedAtNS = nil }), nil, "", 0, RateReasonPhaseWindowIncomplete},
+		{"poisson window without endpoint, scheduler recomputes", reqs(10, StatusOK), window(func(w *artifact.PhaseWindow) { w.ArrivalMode = ModePoisson; w.ScheduledEndpointOffsetNS = nil }),
 			[]func(*CaseInput){func(in *CaseInput) {
 				in.WorkloadRecorded = true
 				in.Arrival = &ArrivalSpec{Mode: ModePoisson, RatePerSecond: pf(10)}
 				in.Measurement = &Measurement{RequestCount: p64(10)}
 				in.Scheduler = func(string) (int64, *int64, bool) { return 10, p64(1_250_000_000), true }
 			}}, KindScheduledWindow, 1.25, ""},
-		{"poisson window without endpoint, no scheduler", reqs(10, StatusOK), window(func(w *PhaseWindow) { w.ArrivalMode = ModePoisson; w.ScheduledEndpointOffsetNs = nil }),
+		{"poisson window without endpoint, no scheduler", reqs(10, StatusOK), window(func(w *artifact.PhaseWindow) { w.ArrivalMode = ModePoisson; w.ScheduledEndpointOffsetNS = nil }),
 			[]func(*CaseInput){func(in *CaseInput) {
 				in.WorkloadRecorded = true
 				in.Arrival = &ArrivalSpec{Mode: ModePoisson, RatePerSecond: pf(10)}
@@ -163,7 +165,7 @@ func TestRateInterval(t *testing.T) {
 			t.Errorf("%s: rate_reason %q, want %q", c.name, reason, c.reason)
 		}
 	}
-	// item 31 in full: measured_span 2.0, drain 1.0, dispatch_window 0.9, realized 10/s,
+	// In full: measured_span 2.0, drain 1.0, dispatch_window 0.9, realized 10/s,
 	// configured 10/s, arrival cohort.
 	_, iv := populate(reqs(10, StatusOK), window(), fixedWorkload)
 	if !eq(iv.MeasuredSpan.Seconds, 2) || !eq(iv.Drain.Seconds, 1) || !eq(iv.DispatchWindow.Seconds, 0.9) ||
@@ -171,24 +173,24 @@ func TestRateInterval(t *testing.T) {
 		iv.MeasuredSpan.NumeratorCohort != CohortAllMeasured || iv.ScheduledWindow != iv.Rate {
 		t.Errorf("item 31 intervals %+v", iv)
 	}
-	// item 33: the replay keeps its measured span but has no scheduled window.
-	_, iv = populate(reqs(10, StatusOK), window(func(w *PhaseWindow) { w.ArrivalMode = ModeReplay; w.ScheduledEndpointOffsetNs = nil }))
+	// The replay keeps its measured span but has no scheduled window.
+	_, iv = populate(reqs(10, StatusOK), window(func(w *artifact.PhaseWindow) { w.ArrivalMode = ModeReplay; w.ScheduledEndpointOffsetNS = nil }))
 	if iv.ScheduledWindow != nil || iv.MeasuredSpan == nil {
 		t.Errorf("item 33 intervals %+v", iv)
 	}
-	// item 35: the request span ends at the failed last request.
-	_, iv = populate(append(reqs(5, StatusOK), req(5, StatusTimeout, func(r *Request) { r.EndedAtNs = p64(start + 9*second) })), nil)
+	// The request span ends at the failed last request.
+	_, iv = populate(append(reqs(5, StatusOK), req(5, StatusTimeout, func(r *Request) { r.EndedAtNS = p64(start + 9*second) })), nil)
 	if iv.Rate.EndedAtNs != start+9*second || iv.Rate.NumeratorCohort != CohortAllMeasured {
 		t.Errorf("item 35 request span %+v", iv.Rate)
 	}
 }
 
-// §5 item 39: server admission is separate from the client's view.
+// Server admission is separate from the client's view.
 func TestServerAdmission(t *testing.T) {
 	admit := func(r *Request) { r.ServerAdmitted = true }
 	requests := append(reqs(4, StatusOK), req(4, StatusDeliveryUnknown, admit))
 	requests[0].ServerAdmitted = true
-	w := window(func(w *PhaseWindow) { w.ScheduledArrivals = p64(5) })
+	w := window(func(w *artifact.PhaseWindow) { w.ScheduledArrivals = p64(5) })
 	p, _ := populate(requests, w)
 	if p.ServerAdmitted != nil || p.ServerEvidenceCoverage != nil {
 		t.Errorf("without a server source: %v %v", p.ServerAdmitted, p.ServerEvidenceCoverage)
@@ -198,7 +200,7 @@ func TestServerAdmission(t *testing.T) {
 		t.Errorf("accepted %d admitted %d coverage %s", p.Accepted, *p.ServerAdmitted, fstr(p.ServerEvidenceCoverage))
 	}
 	// A dropped request is never admitted, even with a known id.
-	p, _ = populate([]Request{req(0, StatusOK, admit), req(1, StatusDropped, admit)}, window(func(w *PhaseWindow) { w.ScheduledArrivals = p64(2) }),
+	p, _ = populate([]Request{req(0, StatusOK, admit), req(1, StatusDropped, admit)}, window(func(w *artifact.PhaseWindow) { w.ScheduledArrivals = p64(2) }),
 		func(in *CaseInput) { in.ServerSource = true })
 	if *p.ServerAdmitted != 1 {
 		t.Errorf("dropped admitted: %d", *p.ServerAdmitted)
@@ -208,18 +210,18 @@ func TestServerAdmission(t *testing.T) {
 	for i := 1; i < 5; i++ {
 		requests = append(requests, req(i, StatusDeliveryUnknown, admit))
 	}
-	p, _ = populate(requests, window(func(w *PhaseWindow) { w.ScheduledArrivals = p64(5) }), func(in *CaseInput) { in.ServerSource = true })
+	p, _ = populate(requests, window(func(w *artifact.PhaseWindow) { w.ScheduledArrivals = p64(5) }), func(in *CaseInput) { in.ServerSource = true })
 	if p.Accepted != 1 || *p.ServerAdmitted != 5 || !eq(p.ServerEvidenceCoverage, 1) {
 		t.Errorf("accepted %d admitted %d coverage %s", p.Accepted, *p.ServerAdmitted, fstr(p.ServerEvidenceCoverage))
 	}
 	// A receiver that ran and got nothing: 0, not null.
-	p, _ = populate(reqs(3, StatusOK), window(func(w *PhaseWindow) { w.ScheduledArrivals = p64(3) }), func(in *CaseInput) { in.ServerSource = true })
+	p, _ = populate(reqs(3, StatusOK), window(func(w *artifact.PhaseWindow) { w.ScheduledArrivals = p64(3) }), func(in *CaseInput) { in.ServerSource = true })
 	if p.ServerAdmitted == nil || *p.ServerAdmitted != 0 || !eq(p.ServerEvidenceCoverage, 0) {
 		t.Errorf("empty receiver: %v %s", p.ServerAdmitted, fstr(p.ServerEvidenceCoverage))
 	}
 }
 
-// §5 item 40: a rate needs an interval with length.
+// A rate needs an interval with length.
 func TestRate(t *testing.T) {
 	if r := Rate(5, NewInterval("segment", 0, second, CohortArrival)); !eq(r, 5) {
 		t.Errorf("rate = %s", fstr(r))
@@ -235,7 +237,7 @@ func TestRate(t *testing.T) {
 	}
 }
 
-// §5 items 34, 41: throughput per second of the rate interval, null without one.
+// Throughput per second of the rate interval, null without one.
 func TestThroughput(t *testing.T) {
 	requests := reqs(10, StatusOK, func(r *Request) { r.OutputTokens = p64(4); r.TotalTokens = p64(12) })
 	_, iv := populate(requests, window(), fixedWorkload)
@@ -245,10 +247,10 @@ func TestThroughput(t *testing.T) {
 		t.Errorf("throughput %+v", tp)
 	}
 	// A closed loop whose last request timed out at 9 s: 9 successes over 9 s.
-	requests = append(reqs(9, StatusOK), req(9, StatusTimeout, func(r *Request) { r.EndedAtNs = p64(start + 9*second) }))
-	_, iv = populate(requests, window(func(w *PhaseWindow) {
+	requests = append(reqs(9, StatusOK), req(9, StatusTimeout, func(r *Request) { r.EndedAtNS = p64(start + 9*second) }))
+	_, iv = populate(requests, window(func(w *artifact.PhaseWindow) {
 		w.ArrivalMode = ModeClosed
-		w.DrainedAtNs = p64(start + 9*second)
+		w.DrainedAtNS = p64(start + 9*second)
 	}))
 	if tp := ThroughputOf(requests, iv.Rate); !eq(tp.RequestsPerSecond, 1) || !eq(tp.IntervalSeconds, 9) {
 		t.Errorf("closed loop throughput %+v", tp)
@@ -259,7 +261,7 @@ func TestThroughput(t *testing.T) {
 	}
 }
 
-// §5 items 1, 3: schedules recomputed from the workload without the generator.
+// Schedules recomputed from the workload without the generator.
 func TestScheduleFromWorkload(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -291,11 +293,4 @@ func TestScheduleFromWorkload(t *testing.T) {
 			t.Errorf("%s: %v, %v", c.name, deref(n), deref(end))
 		}
 	}
-}
-
-func deref(p *int64) any {
-	if p == nil {
-		return nil
-	}
-	return *p
 }

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/inferprobe/inferprobe/artifact"
@@ -60,104 +58,6 @@ type Options struct {
 	ServerTelemetry *ServerTelemetry
 }
 
-// Summary is the report's summary over measured requests: totals, failures by status,
-// failure rate (nil without requests), the number of cases, and how the session ended (the
-// last infer.session record's status: completed, interrupted, incomplete, or running when
-// the producer never wrote its final line).
-type Summary struct {
-	TotalRequests      int            `json:"total_requests"`
-	SuccessfulRequests int            `json:"successful_requests"`
-	FailedRequests     int            `json:"failed_requests"`
-	FailureRate        *float64       `json:"failure_rate"`
-	FailuresByStatus   map[string]int `json:"failures_by_status"`
-	// FailureReasons are the most common reasons of the failed requests (at most
-	// MaxFailureReasons, most frequent first): what to fix first when a run fails.
-	FailureReasons []FailureReason `json:"failure_reasons"`
-	CaseCount      int             `json:"case_count"`
-	SessionStatus  *string         `json:"session_status"`
-}
-
-// MaxFailureReasons bounds Summary.FailureReasons.
-const MaxFailureReasons = 5
-
-// FailureReason is one distinct (status, http_status, error_type, error_message) among the
-// failed measured requests, with how many had it; fields the records leave null are null.
-type FailureReason struct {
-	Status       string  `json:"status"`
-	HTTPStatus   *int64  `json:"http_status"`
-	ErrorType    *string `json:"error_type"`
-	ErrorMessage *string `json:"error_message"`
-	Count        int     `json:"count"`
-}
-
-// failureReasons tallies the reasons of failed requests.
-type failureReasons map[failureKey]int
-
-type failureKey struct {
-	status, errType, msg string
-	http                 int64
-	hasHTTP, hasType     bool
-	hasMsg               bool
-}
-
-func (f failureReasons) add(r *Request) {
-	k := failureKey{status: r.Status}
-	if r.HTTPStatus != nil {
-		k.http, k.hasHTTP = *r.HTTPStatus, true
-	}
-	if r.ErrorType != nil {
-		k.errType, k.hasType = *r.ErrorType, true
-	}
-	if r.ErrorMessage != nil {
-		k.msg, k.hasMsg = *r.ErrorMessage, true
-		if strings.Contains(k.msg, "->") {
-			// "read tcp 127.0.0.1:49388->127.0.0.1:8000: …": the local port differs per
-			// connection; without it, the same failure is one reason.
-			k.msg = localPortRe.ReplaceAllString(k.msg, "$1:*->")
-		}
-	}
-	f[k]++
-}
-
-var localPortRe = regexp.MustCompile(`(\S+?):\d+->`)
-
-// top returns the MaxFailureReasons most frequent reasons, ties in key order.
-func (f failureReasons) top() []FailureReason {
-	keys := make([]failureKey, 0, len(f))
-	for k := range f {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, b := keys[i], keys[j]
-		switch {
-		case f[a] != f[b]:
-			return f[a] > f[b]
-		case a.status != b.status:
-			return a.status < b.status
-		case a.http != b.http:
-			return a.http < b.http
-		case a.errType != b.errType:
-			return a.errType < b.errType
-		}
-		return a.msg < b.msg
-	})
-	out := make([]FailureReason, 0, min(len(keys), MaxFailureReasons))
-	for _, k := range keys[:min(len(keys), MaxFailureReasons)] {
-		fr := FailureReason{Status: k.status, Count: f[k]}
-		if k.hasHTTP {
-			fr.HTTPStatus = i64Ptr(k.http)
-		}
-		if k.hasType {
-			fr.ErrorType = strPtr(k.errType)
-		}
-		if k.hasMsg {
-			fr.ErrorMessage = strPtr(k.msg)
-		}
-		out = append(out, fr)
-	}
-	return out
-}
-
 // SLOInfo names the policy the report judged by: its name, digest (64 hex), source (flags,
 // file or artifact) and the policy document.
 type SLOInfo struct {
@@ -165,57 +65,6 @@ type SLOInfo struct {
 	Digest string         `json:"digest"`
 	Source string         `json:"source"`
 	Policy map[string]any `json:"policy"`
-}
-
-// Cache is a case's cache block, from its infer.cache_state record; an artifact without one
-// reads as requested "unspecified", verified "unverified", run_kind null.
-type Cache struct {
-	Requested string               `json:"requested"`
-	Reset     *artifact.CacheReset `json:"reset"`
-	Verified  string               `json:"verified"`
-	Reason    string               `json:"reason"`
-	RunKind   *string              `json:"run_kind"`
-}
-
-// ServerCoverage says whether server telemetry observed a case's window.
-type ServerCoverage struct {
-	Status          string    `json:"status"`
-	Reason          *string   `json:"reason"`
-	CountedWindowNs *[2]int64 `json:"counted_window_ns"`
-}
-
-// Memory is a case's memory block: the highest client-local device memory and process RSS
-// (bytes) sampled during the case (infer.system_sample records, observation_scope
-// client_local — never a server claim), and server observations (empty until server
-// telemetry is joined; coverage not_joined).
-type Memory struct {
-	ObservationScope    string         `json:"observation_scope"`
-	PeakDeviceUsedBytes *int64         `json:"peak_device_used_bytes"`
-	PeakProcessRSSBytes *int64         `json:"peak_process_rss_bytes"`
-	ServerObservations  map[string]any `json:"server_observations"`
-	ServerCoverage      ServerCoverage `json:"server_coverage"`
-	// ServerMembers lists a server group's ranks (groups only; server_observations then
-	// stays empty and values of different members are never added).
-	ServerMembers []ServerMember `json:"server_members,omitempty"`
-}
-
-// CaseReport is one case of the version-2 report (stormlog.md §2.6). RequestCount counts its
-// successful requests. SLO is present only when a policy was given.
-type CaseReport struct {
-	RequestCount int                 `json:"request_count"`
-	Population   Population          `json:"population"`
-	Intervals    Intervals           `json:"intervals"`
-	Throughput   Throughput          `json:"throughput"`
-	LatencyMs    map[string]*float64 `json:"latency_ms"`
-	Latency      LatencyBlock        `json:"latency"`
-	Streaming    Streaming           `json:"streaming"`
-	Tokens       Tokens              `json:"tokens"`
-	Lengths      Lengths             `json:"lengths"`
-	Arrivals     Arrivals            `json:"arrivals"`
-	Prompts      Prompts             `json:"prompts"`
-	Cache        Cache               `json:"cache"`
-	Memory       Memory              `json:"memory"`
-	SLO          *Evaluation         `json:"slo,omitempty"`
 }
 
 // Report is the version-2 analysis report. Workload is the subset of the infer.workload
@@ -329,39 +178,8 @@ func AnalyzeInput(ctx context.Context, in *Input, opts Options) (*Report, error)
 		opts.Server = vr.server
 	}
 
-	sum := Summary{FailuresByStatus: map[string]int{}}
-	reasons := failureReasons{}
-	ids := make([]string, 0, len(in.Cases))
-	for id, requests := range in.Cases {
-		if len(requests) == 0 {
-			continue
-		}
-		ids = append(ids, id)
-		for i := range requests {
-			r := &requests[i]
-			joinServer(r, opts.Server)
-			sum.TotalRequests++
-			if r.Status == StatusOK {
-				sum.SuccessfulRequests++
-			} else {
-				sum.FailedRequests++
-				sum.FailuresByStatus[r.Status]++
-				reasons.add(r)
-			}
-		}
-	}
-	sort.Strings(ids)
-	sum.FailureReasons = reasons.top()
-	sum.FailureRate = share(sum.FailedRequests, sum.TotalRequests)
-	sum.CaseCount = len(ids)
-	if n := len(a.Sessions); n > 0 {
-		sum.SessionStatus = strPtr(a.Sessions[n-1].Status)
-	}
-	if final := a.FinalSession(); final != nil {
-		sum.SessionStatus = strPtr(final.Status)
-	}
-	rep.Summary = sum
-
+	var ids []string
+	rep.Summary, ids = summarize(in, opts.Server)
 	windows := map[string]*artifact.PhaseWindow{}
 	for i := range a.PhaseWindows {
 		if w := &a.PhaseWindows[i]; w.Phase == artifact.PhaseMeasured {
@@ -373,56 +191,18 @@ func AnalyzeInput(ctx context.Context, in *Input, opts Options) (*Report, error)
 		caches[a.CacheStates[i].CaseID] = &a.CacheStates[i]
 	}
 	samples := systemSamples(a.Others)
+	withSpans := opts.Server != nil && len(opts.Server.Spans) > 0
 	for _, id := range ids {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		c := CaseInput{
-			CaseID:           id,
-			Requests:         in.Cases[id],
-			Window:           fromWindow(windows[id]),
-			WorkloadRecorded: a.Workload != nil,
-			Scheduler:        opts.Scheduler,
-			ServerSource:     opts.Server != nil,
-		}
-		if a.Workload != nil {
-			c.Seed = a.Workload.Seed
-			c.Measurement = &Measurement{RequestCount: a.Workload.Measurement.RequestCount, DurationSeconds: a.Workload.Measurement.DurationSeconds}
-			for k := range a.Workload.Cases {
-				if wc := &a.Workload.Cases[k]; wc.CaseID == id {
-					c.Arrival = fromArrival(wc.Arrival)
-				}
-			}
-		}
-		rep.Cases[id] = caseReport(c, rule, policy, source, caches[id], samples, opts.Server != nil && len(opts.Server.Spans) > 0)
+		c := caseInput(in, id, windows[id], opts)
+		rep.Cases[id] = caseReport(c, rule, policy, source, caches[id], samples, withSpans)
 	}
 	if err := applyServerTelemetry(rep, in, opts.ServerTelemetry); err != nil {
 		return nil, err
 	}
 	return rep, nil
-}
-
-func caseReport(in CaseInput, rule Rule, policy *Policy, source string, cache *artifact.CacheState, samples []sample, withServer bool) *CaseReport {
-	pop, iv := Populate(in)
-	c := &CaseReport{
-		RequestCount: pop.Successful,
-		Population:   pop,
-		Intervals:    iv,
-		Throughput:   ThroughputOf(in.Requests, iv.Rate),
-		LatencyMs:    LegacyLatency(in.Requests),
-		Latency:      LatencyOf(in.Requests, rule, withServer),
-		Streaming:    StreamingOf(in.Requests),
-		Arrivals:     ArrivalsOf(in.Requests, in.Window),
-		Prompts:      PromptsOf(in.Requests, in.Window),
-		Cache:        cacheBlock(cache),
-		Memory:       memoryBlock(in.Requests, iv, samples),
-	}
-	c.Tokens, c.Lengths = TokensOf(in.Requests)
-	if policy != nil {
-		c.SLO = Evaluate(policy, source, in.Requests, iv.Rate, &pop)
-		c.SLO.RealizedOfferedRatePerSecond = iv.RealizedOfferedRatePerSecond
-	}
-	return c
 }
 
 // choosePolicy applies the precedence flags/file > artifact > none, adding a warning when a
@@ -472,96 +252,6 @@ func artifactPolicy(records []artifact.SLORecord) (*Policy, error) {
 	return p, nil
 }
 
-// fromArtifact is the analysis view of an infer.request v1 record, joined to its server
-// evidence by x_request_id. Slices and pointers are shared, not copied.
-func fromArtifact(r *artifact.Request, server *ServerEvidence) Request {
-	out := Request{
-		SessionID:          r.SessionID,
-		RequestID:          r.RequestID,
-		CaseID:             r.CaseID,
-		XRequestID:         r.XRequestID,
-		TraceID:            r.TraceID,
-		RequestIndex:       r.RequestIndex,
-		Status:             r.Status,
-		StartedAtNs:        r.StartedAtNS,
-		EndedAtNs:          r.EndedAtNS,
-		IntendedAtNs:       r.IntendedAtNS,
-		E2EMs:              r.E2ELatencyMS,
-		TTFTMs:             r.TTFTMS,
-		FirstChunkMs:       r.FirstChunkLatencyMS,
-		DispatchLagMs:      r.DispatchLagMS,
-		ChunkGapsMs:        r.ChunkInterarrivalMS,
-		Stream:             r.Stream,
-		PromptTokens:       r.PromptTokens,
-		OutputTokens:       r.OutputTokens,
-		TotalTokens:        r.TotalTokens,
-		OutputTokenSource:  r.OutputTokenSource,
-		HTTPStatus:         r.HTTPStatus,
-		ErrorType:          r.ErrorType,
-		ErrorMessage:       r.ErrorMessage,
-		ArrivalMode:        r.ArrivalMode,
-		HeldForSlot:        r.HeldForSlot != nil && *r.HeldForSlot,
-		InFlightAtDispatch: r.InFlightAtDispatch,
-		PromptMode:         r.PromptMode,
-		PromptID:           r.PromptID,
-		PromptDigest:       r.PromptDigest,
-		PrefixGroup:        r.PrefixGroup,
-		SharedPrefixTokens: r.SharedPrefixTokens,
-	}
-	joinServer(&out, server)
-	return out
-}
-
-// joinServer sets the request's server-evidence fields from server by x_request_id (a
-// dropped request was never sent, so it joins nothing); without evidence they are cleared.
-func joinServer(r *Request, server *ServerEvidence) {
-	r.Span, r.SpanMissingReason, r.ServerAdmitted = nil, "", false
-	if server == nil || r.XRequestID == nil || r.Status == StatusDropped {
-		return
-	}
-	id := *r.XRequestID
-	if attrs, ok := server.Spans[id]; ok {
-		r.Span = attrs
-		r.ServerAdmitted = true
-	}
-	if reason, ok := server.Quarantined[id]; ok {
-		r.Span = nil
-		r.SpanMissingReason = reason
-		r.ServerAdmitted = true
-	}
-	if server.Admitted[id] {
-		r.ServerAdmitted = true
-	}
-}
-
-func fromWindow(w *artifact.PhaseWindow) *PhaseWindow {
-	if w == nil {
-		return nil
-	}
-	out := &PhaseWindow{
-		SessionID:                 w.SessionID,
-		ArrivalMode:               w.ArrivalMode,
-		StartedAtNs:               w.StartedAtNS,
-		WindowEndedAtNs:           w.WindowEndedAtNS,
-		DrainedAtNs:               w.DrainedAtNS,
-		ScheduledArrivals:         w.ScheduledArrivals,
-		ScheduledEndpointOffsetNs: w.ScheduledEndpointOffsetNS,
-		PromptsDigest:             w.PromptsDigest,
-	}
-	if w.AbandonedRequests != nil {
-		out.AbandonedStillRunning = i64Ptr(w.AbandonedRequests.StillRunning)
-	}
-	return out
-}
-
-func fromArrival(a artifact.ArrivalSpec) *ArrivalSpec {
-	out := &ArrivalSpec{Mode: a.Mode, RatePerSecond: a.RatePerSecond, BurstSize: a.BurstSize, BurstIntervalSeconds: a.BurstIntervalSeconds}
-	if a.Trace != nil {
-		out.TraceArrivals = i64Ptr(a.Trace.Arrivals)
-	}
-	return out
-}
-
 // workloadSummary is the report's workload block: the record's fields that identify the
 // traffic (workload_digest, seed, generator, prompts, warmup, decoding, tokenizer,
 // chat_template), or nil without a workload record.
@@ -606,76 +296,6 @@ func telemetry(a *artifact.Artifact) map[string]any {
 		"server_targets":           []any{},
 		"vllm":                     vllm,
 	}
-}
-
-func cacheBlock(c *artifact.CacheState) Cache {
-	if c == nil {
-		return Cache{Requested: "unspecified", Verified: "unverified", Reason: "the artifact does not record a cache state"}
-	}
-	out := Cache{Requested: c.Requested, Reset: c.Reset, Verified: c.Verified, Reason: c.Reason}
-	if c.RunKind != "" {
-		out.RunKind = strPtr(c.RunKind)
-	}
-	return out
-}
-
-// sample is one client-local infer.system_sample reading.
-type sample struct {
-	at              int64
-	deviceUsed, rss *int64
-}
-
-// systemSamples decodes the artifact's infer.system_sample records; a malformed one is
-// skipped (client-local telemetry is best effort).
-func systemSamples(others []artifact.Raw) []sample {
-	var out []sample
-	for i := range others {
-		if others[i].Kind.EventType != artifact.EventSystemSample {
-			continue
-		}
-		var s struct {
-			TimestampNs     *int64 `json:"timestamp_ns"`
-			DeviceUsedBytes *int64 `json:"device_used_bytes"`
-			ProcessRSSBytes *int64 `json:"process_rss_bytes"`
-		}
-		if json.Unmarshal(others[i].JSON, &s) != nil || s.TimestampNs == nil {
-			continue
-		}
-		out = append(out, sample{at: *s.TimestampNs, deviceUsed: s.DeviceUsedBytes, rss: s.ProcessRSSBytes})
-	}
-	return out
-}
-
-// memoryBlock takes the peaks of the samples inside the case: its measured span, or without
-// one the span of its successful requests.
-func memoryBlock(requests []Request, iv Intervals, samples []sample) Memory {
-	m := Memory{
-		ObservationScope:   "client_local",
-		ServerObservations: map[string]any{},
-		ServerCoverage:     ServerCoverage{Status: "not_joined", Reason: strPtr("no server telemetry was supplied")},
-	}
-	var lo, hi int64
-	found := false
-	if iv.MeasuredSpan != nil {
-		lo, hi, found = iv.MeasuredSpan.StartedAtNs, iv.MeasuredSpan.EndedAtNs, true
-	} else {
-		lo, hi, found = startEndSpan(requests, true)
-	}
-	if !found {
-		return m
-	}
-	for _, s := range samples {
-		if s.at < lo || s.at > hi {
-			continue
-		}
-		if s.deviceUsed != nil && (m.PeakDeviceUsedBytes == nil || *s.deviceUsed > *m.PeakDeviceUsedBytes) {
-			m.PeakDeviceUsedBytes = i64Ptr(*s.deviceUsed)
-		}
-		if s.rss != nil && (m.PeakProcessRSSBytes == nil || *s.rss > *m.PeakProcessRSSBytes) {
-			m.PeakProcessRSSBytes = i64Ptr(*s.rss)
-		}
-	}
-	return m
 }
 
 // errNoReport guards RenderText against a nil report.

@@ -115,7 +115,7 @@ func analyzeRecs(t *testing.T, opts Options, records ...rec) (*Report, string, s
 	return r, js.String(), txt.String()
 }
 
-// §5 item 41: the version-2 report over a scheduled window.
+// The version-2 report over a scheduled window.
 func TestReportVersion2(t *testing.T) {
 	records := append([]rec{sessionRec("running")}, tenRequests()...)
 	records = append(records, windowRec(), workloadRec(rec{"mode": "fixed-rate", "rate_per_second": 10}, 10), sessionRec("completed"))
@@ -151,7 +151,7 @@ func TestReportVersion2(t *testing.T) {
 	if r.Workload["workload_digest"] != strings.Repeat("ab", 32) || !strings.Contains(txt, "Workload digest: "+strings.Repeat("ab", 32)+" (seed 7)") {
 		t.Errorf("workload %v", r.Workload)
 	}
-	// item 59: without a policy, slo is null and no case has an slo key.
+	// Without a policy, slo is null and no case has an slo key.
 	if _, ok := tree["cases"].(map[string]any)["c1"].(map[string]any)["slo"]; ok || strings.Contains(txt, "SLO") {
 		t.Error("slo block without a policy")
 	}
@@ -165,7 +165,7 @@ func TestReportVersion2(t *testing.T) {
 	if c.Cache.Requested != "unspecified" || c.Cache.RunKind != nil || c.Memory.ObservationScope != "client_local" {
 		t.Errorf("cache %+v memory %+v", c.Cache, c.Memory)
 	}
-	for _, key := range ClientMetrics {
+	for _, key := range artifact.ClientMetrics {
 		if _, ok := c.Latency.Metrics[key]; !ok {
 			t.Errorf("latency block lacks %s", key)
 		}
@@ -223,7 +223,7 @@ func checkSortedKeys(t *testing.T, js string) {
 	}
 }
 
-// §5 item 42: how the session ended.
+// How the session ended.
 func TestReportSessionStatus(t *testing.T) {
 	six := make([]rec, 6)
 	for i := range six {
@@ -247,7 +247,7 @@ func TestReportSessionStatus(t *testing.T) {
 	}
 }
 
-// §5 item 33 in the report: a replay without an endpoint has no rates, and says so.
+// A replay without an endpoint has no rates, and says so.
 func TestReportReplayWithoutEndpoint(t *testing.T) {
 	records := append([]rec{sessionRec("running")}, tenRequests("arrival_mode", "replay")...)
 	records = append(records, windowRec("arrival_mode", "replay", "scheduled_endpoint_offset_ns", nil),
@@ -264,7 +264,7 @@ func TestReportReplayWithoutEndpoint(t *testing.T) {
 	}
 }
 
-// §5 item 58: a closed-loop artifact judged by e2e:200 over 4 s.
+// A closed-loop artifact judged by e2e:200 over 4 s.
 func TestReportClosedLoopSLO(t *testing.T) {
 	records := []rec{sessionRec("running")}
 	for i, e2e := range []float64{100, 150, 250, 300} {
@@ -292,7 +292,7 @@ func TestReportClosedLoopSLO(t *testing.T) {
 	}
 }
 
-// §5 item 47: the artifact's own policy, and what happens when it cannot be used.
+// The artifact's own policy, and what happens when it cannot be used.
 func TestReportArtifactPolicy(t *testing.T) {
 	base := append([]rec{sessionRec("running")}, tenRequests()...)
 	base = append(base, windowRec())

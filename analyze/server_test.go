@@ -42,7 +42,7 @@ func serverRecords(extra ...rec) []rec {
 	return append(recs, extra...)
 }
 
-// §5 item 87 in the report: no telemetry leaves the join not configured and keeps the
+// No telemetry leaves the join not configured and keeps the
 // client-local peak.
 func TestReportServerTelemetryNotConfigured(t *testing.T) {
 	r, _, txt := analyzeRecs(t, Options{}, serverRecords()...)
@@ -89,7 +89,7 @@ func TestReportServerTelemetryJoined(t *testing.T) {
 	}
 }
 
-// §5 item 91 in the report: the client report stays intact.
+// The client report stays intact.
 func TestReportServerTelemetryRunMismatch(t *testing.T) {
 	st := &ServerTelemetry{Samples: serverRSS("run-2"), DirectServer: true}
 	r, _, txt := analyzeRecs(t, Options{ServerTelemetry: st}, serverRecords()...)
@@ -105,7 +105,7 @@ func TestReportServerTelemetryRunMismatch(t *testing.T) {
 	}
 }
 
-// §5 item 96 in the report: a malformed infer.clock_alignment record is invalid input.
+// A malformed infer.clock_alignment record is invalid input.
 func TestReportServerTelemetryMalformedAlignment(t *testing.T) {
 	bad := rec{"event_type": "infer.clock_alignment", "schema_version": 2, "event_id": "x", "metadata": rec{},
 		"context":           rec{"run_id": "run-1", "clock_domain": "o/b/unix_epoch_ns"},

@@ -34,7 +34,7 @@ func mustPolicy(t *testing.T, doc string) *Policy {
 	return p
 }
 
-// §5 item 43: a document round-trips; 500 and 500.0 digest alike, 501 does not.
+// A document round-trips; 500 and 500.0 digest alike, 501 does not.
 func TestPolicyRoundTripAndDigest(t *testing.T) {
 	p := mustPolicy(t, validPolicy)
 	if p.Name != "chat_interactive" || len(p.Criteria) != 2 || p.Criteria[1].Key() != "client.tpot" ||
@@ -86,7 +86,7 @@ func TestPolicyCanonicalText(t *testing.T) {
 	}
 }
 
-// §5 item 44: invalid documents.
+// Invalid documents.
 func TestPolicyInvalidDocuments(t *testing.T) {
 	base := func(replace ...string) string {
 		return strings.NewReplacer(replace...).Replace(validPolicy)
@@ -140,7 +140,7 @@ func TestPolicyInvalidDocuments(t *testing.T) {
 	}
 }
 
-// §5 item 45: invalid criteria.
+// Invalid criteria.
 func TestPolicyInvalidCriteria(t *testing.T) {
 	doc := func(criterion string) string {
 		return `{"format":"stormlog.infer.slo","version":1,"name":"a","criteria":[` + criterion + `]}`
@@ -176,7 +176,7 @@ func TestPolicyInvalidCriteria(t *testing.T) {
 	}
 }
 
-// §5 item 46: --slo flags.
+// --slo flags.
 func TestParseSLOFlags(t *testing.T) {
 	p, err := ParseSLOFlags([]string{"ttft:500", "server.ttft:400", "e2e_from_intended:2500.5", "server.itl:50"})
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 
 // Quantile returns the p-quantile of sorted (ascending) by linear interpolation between order
 // statistics: rank = p·(n−1), value = v[⌊rank⌋] + (rank−⌊rank⌋)·(v[⌊rank⌋+1] − v[⌊rank⌋]).
-// This is the one percentile rule of the whole report (stormlog.md §3.5). ok is false when
+// This is the one percentile rule of the whole report. ok is false when
 // sorted is empty or p is outside [0, 1] (or NaN). The caller must pass sorted values.
 func Quantile(sorted []float64, p float64) (value float64, ok bool) {
 	n := len(sorted)
@@ -58,9 +58,8 @@ type Rule struct {
 	Tails      Tails   `json:"tails"`
 }
 
-// DefaultRule is the report's rule: symmetric 95% interval with 5 order statistics above it
-// (stormlog.md §3.5). Its minimum sample sizes are p50 20, p75 44, p90 114, p95 230, p99 1,164
-// and p99.9 11,665.
+// DefaultRule is the report's rule: symmetric 95% interval with 5 order statistics above it.
+// Its minimum sample sizes are p50 20, p75 44, p90 114, p95 230, p99 1,164 and p99.9 11,665.
 var DefaultRule = Rule{Confidence: 0.95, Margin: 5, Tails: TailsSymmetric}
 
 // existsRule is Le Boudec's: the narrowest interval, nothing required above it. Its minimum
@@ -363,9 +362,10 @@ func sortedCopy(values []float64) []float64 {
 }
 
 // quantileInPlace returns Quantile(sorted values, p) — the same value (up to the sign of a
-// zero: -0 and +0 compare equal, so a sort orders them arbitrarily too) — without sorting: it reorders values (which the caller owns) by selection, in O(n) expected time
-// with an O(n log n) bound. Values containing NaN are sorted instead (sort.Float64s order).
-// ok is false when values is empty or p is outside [0, 1].
+// zero: -0 and +0 compare equal, so a sort orders them arbitrarily too) — without sorting: it
+// reorders values (which the caller owns) by selection, in O(n) expected time with an O(n log
+// n) bound. Values containing NaN are sorted instead (sort.Float64s order). ok is false when
+// values is empty or p is outside [0, 1].
 func quantileInPlace(values []float64, p float64) (value float64, ok bool) {
 	n := len(values)
 	if n == 0 || !(p >= 0 && p <= 1) {

@@ -22,11 +22,11 @@ func TestQuantileLinearInterpolation(t *testing.T) {
 		{"median even", []float64{1, 2, 3, 4}, 0.5, 2.5},
 		{"p0", []float64{1, 2, 3, 4}, 0, 1},
 		{"p1", []float64{1, 2, 3, 4}, 1, 4},
-		// §5 item 62: n=300 p95 of 1..300 is 285.05 (rank 284.05).
+		// n=300 p95 of 1..300 is 285.05 (rank 284.05).
 		{"n300 p95", vals, 0.95, 285.05},
-		// §5 item 66: server p50 of 400/600 ms = 500.
+		// Server p50 of 400/600 ms = 500.
 		{"two", []float64{400, 600}, 0.5, 500},
-		// §5 item 67: timeouts 59990/60000 → p50 59995.
+		// Timeouts 59990/60000 → p50 59995.
 		{"timeouts", []float64{59990, 60000}, 0.5, 59995},
 		{"equal neighbours stay exact", []float64{60000, 60000, 60000}, 0.37, 60000},
 	}
@@ -75,7 +75,7 @@ func TestSymmetricRanks(t *testing.T) {
 		p    float64
 		j, k int
 	}{
-		{300, 0.95, 277, 293}, // §3.5 / issue proof
+		{300, 0.95, 277, 293}, // the worked example: n=300, p95
 		{230, 0.95, 212, 225},
 		{20, 0.5, 6, 15},
 	}
@@ -93,7 +93,7 @@ func TestSymmetricRanks(t *testing.T) {
 	if want := 1 - 2*21700.0/1048576; !approx(cov, want, 1e-12) {
 		t.Errorf("coverage = %v, want %v", cov, want)
 	}
-	// §5 item 62: n=100 has no p99 interval.
+	// N=100 has no p99 interval.
 	if _, _, _, ok, _ := Ranks(100, 0.99, DefaultRule); ok {
 		t.Error("n=100 p99 has an interval")
 	}
@@ -142,7 +142,7 @@ func TestMinimumNTables(t *testing.T) {
 	}
 }
 
-// §5 item 60: sufficiency flips exactly at 229→230 (p95) and 1163→1164 (p99).
+// Sufficiency flips exactly at 229→230 (p95) and 1163→1164 (p99).
 func TestSufficiencyFlips(t *testing.T) {
 	for _, c := range []struct {
 		p         float64
@@ -156,7 +156,7 @@ func TestSufficiencyFlips(t *testing.T) {
 	}
 }
 
-// §5 item 64: levels 0, 1, −0.1, 1.5 and bad rules are rejected.
+// Levels 0, 1, −0.1, 1.5 and bad rules are rejected.
 func TestMinimumNRejects(t *testing.T) {
 	for _, p := range []float64{0, 1, -0.1, 1.5, math.NaN()} {
 		if _, err := MinimumN(p, DefaultRule); err == nil {
@@ -173,7 +173,7 @@ func TestMinimumNRejects(t *testing.T) {
 	}
 }
 
-// §5 item 61: ranks do not depend on the data values.
+// Ranks do not depend on the data values.
 func TestRanksIndependentOfData(t *testing.T) {
 	n := 300
 	sorted := make([]float64, n)

@@ -11,12 +11,11 @@ import (
 )
 
 // RenderText writes the text report: a header (totals, failures by status, failure rate,
-// workload digest, memory scope, the session status when it did not complete, the SLO
-// policy) and then, per case, one summary line and the optional lines of the contract
-// (stormlog.md §2.6 "Text report"): the rates line naming the interval used, an invalid
-// cohort, arrivals (open loops, or closed loops with drops or failures, with the
-// E2E-from-intended p95 for open loops), prompts (non-repeat modes), cache (cold or reset)
-// and the SLO line, e.g.
+// workload digest, memory scope, the session status when it did not complete, the SLO policy)
+// and then, per case, one summary line and its optional lines: the rates line
+// naming the interval used, an invalid cohort, arrivals (open loops, or closed loops with drops
+// or failures, with the E2E-from-intended p95 for open loops), prompts (non-repeat modes),
+// cache (cold or reset) and the SLO line, e.g.
 //
 //	SLO cli: attainment 96.0%-98.5% of 200 offered, goodput 9.60-9.85 req/s, 5 unknown
 func RenderText(w io.Writer, r *Report) error {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/join"
-	"github.com/inferprobe/inferprobe/scrape/vllm"
 )
 
 // SpanLatencyAttributes are the vLLM span attributes summarised per case (seconds on the
@@ -45,7 +44,6 @@ type CaseSpans struct {
 	QuarantinedRequests int                    `json:"quarantined_requests"`
 	Latency             map[string]SpanLatency `json:"latency"`
 	Note                string                 `json:"note"`
-	byAttr              map[string][]float64   // the values summarised, ms
 }
 
 // SpanLatency is n / p50 / p95 / mean of one span attribute over a case's joined spans, in ms.
@@ -58,7 +56,7 @@ type SpanLatency struct {
 
 // vllmResult is what the vLLM analysis adds to a report.
 type vllmResult struct {
-	block  *vllm.Block
+	block  *VLLMBlock
 	spans  *SpanSummary
 	server *ServerEvidence // nil without spans
 }
@@ -94,11 +92,15 @@ func spanCapability(a *artifact.Artifact) *artifact.Capabilities {
 
 // analyzeVLLM builds telemetry.vllm from the artifact's scrape and span records plus extra
 // spans (analyze --vllm-spans), and the server evidence of the span join. Scrapes give the
-// per-engine deltas (scrape/vllm); spans are joined to the requests (join) and summarised
-// per case. Errors: an undecodable scrape or span record (exit 5).
+// per-engine deltas (VLLMBlockOf); spans are joined to the requests (join.Spans) and
+// summarised per case. Without spans and without a span receiver's capability record the
+// block is the scrapes' alone and there is no server evidence; with a capability record of a
+// receiver that never ran (not available) and no span, the span summary is given but the
+// server evidence stays unknown (nil). Errors: an undecodable scrape or span record (both
+// wrap artifact.ErrInvalidArtifact).
 func analyzeVLLM(in *Input, extra []artifact.VLLMSpan) (*vllmResult, error) {
 	a := in.Artifact
-	block, err := vllm.FromArtifact(a)
+	block, err := VLLMBlockOf(a)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", artifact.ErrInvalidArtifact, err)
 	}
@@ -112,55 +114,67 @@ func analyzeVLLM(in *Input, extra []artifact.VLLMSpan) (*vllmResult, error) {
 	if len(spans) == 0 && spanCap == nil {
 		return res, nil
 	}
-	// Case blocks built without any scrape say nothing about metrics: the scraper was not
-	// configured, which is not a failed or missing scrape.
-	if scrapes, _ := artifact.VLLMScrapes(a); len(scrapes) == 0 {
+	collectSpans(block)
+	jr, sources := joinSpans(in, spans)
+	res.spans = spanSummary(jr, sources)
+	block.Spans = res.spans
+	if len(spans) == 0 && spanCap != nil && !spanCap.Available {
+		// No receiver ran (every listener failed to bind): nothing was observed, so the
+		// server's admission is unknown (null), not zero.
+		return res, nil
+	}
+	res.server = serverEvidence(jr)
+	for id, list := range in.Cases {
+		cb := block.Cases[id]
+		if cb == nil {
+			cb = &VLLMCaseBlock{State: StateNotCollected, Reasons: []string{}}
+			block.Cases[id] = cb
+		}
+		cb.Spans = caseSpans(list, jr)
+	}
+	return res, nil
+}
+
+// collectSpans readies the telemetry.vllm block for spans: collected, and with case blocks
+// that say not_collected when the run had no /metrics scrape at all (the scraper was not
+// configured, which is not a failed or missing scrape).
+func collectSpans(block *VLLMBlock) {
+	if block.Engine == nil || block.Engine.Scrapes.OK+block.Engine.Scrapes.Failed == 0 {
 		for id := range block.Cases {
-			block.Cases[id] = &vllm.CaseBlock{State: StateNotCollected, Reasons: []string{}}
+			block.Cases[id] = &VLLMCaseBlock{State: StateNotCollected, Reasons: []string{}}
 		}
 	}
-	if block.Status != vllm.ReportCollected {
-		block.Status, block.ObservationScope, block.Note = vllm.ReportCollected, artifact.ScopeEngineAggregate, vllm.Note
+	if block.Status != VLLMCollected {
+		block.Status, block.ObservationScope, block.Note = VLLMCollected, artifact.ScopeEngineAggregate, VLLMNote
 	}
 	if block.Cases == nil {
-		block.Cases = map[string]*vllm.CaseBlock{}
+		block.Cases = map[string]*VLLMCaseBlock{}
 	}
+}
 
+// joinSpans joins spans to the sent requests of the input (measured, and the warmup ones so
+// that their spans are told apart), and counts the spans by source.
+func joinSpans(in *Input, spans []artifact.VLLMSpan) (join.Result, map[string]int) {
 	var reqs []join.Request
-	caseOf := map[string]string{}
-	for id, list := range in.Cases {
+	for _, list := range in.Cases {
 		for i := range list {
-			r := &list[i]
-			if r.XRequestID == nil {
-				continue
+			if jr, ok := join.RequestOf(&list[i].Request); ok {
+				reqs = append(reqs, jr)
 			}
-			jr := join.Request{XRequestID: *r.XRequestID, Measured: true}
-			if r.TraceID != nil {
-				jr.TraceID = *r.TraceID
-			}
-			reqs = append(reqs, jr)
-			caseOf[*r.XRequestID] = id
 		}
 	}
-	for _, r := range in.Warmup {
-		jr := join.Request{}
-		if r.XRequestID != nil {
-			jr.XRequestID = *r.XRequestID
-		}
-		if r.TraceID != nil {
-			jr.TraceID = *r.TraceID
-		}
-		reqs = append(reqs, jr)
-	}
+	reqs = append(reqs, in.Warmup...)
 	js := make([]join.Span, len(spans))
 	sources := map[string]int{}
 	for i := range spans {
-		s := &spans[i]
-		js[i] = join.SpanOf(s)
-		sources[s.Source]++
+		js[i] = join.SpanOf(&spans[i])
+		sources[spans[i].Source]++
 	}
-	jr := join.Spans(reqs, js)
+	return join.Spans(reqs, js), sources
+}
 
+// spanSummary is telemetry.vllm.spans of a join.
+func spanSummary(jr join.Result, sources map[string]int) *SpanSummary {
 	sum := &SpanSummary{
 		Total: jr.Total, Joined: len(jr.Joined), Deliveries: jr.Deliveries, Duplicates: jr.Duplicates,
 		ConflictingDuplicates: jr.ConflictingDuplicates, QuarantinedRequests: jr.QuarantinedByReason,
@@ -169,13 +183,12 @@ func analyzeVLLM(in *Input, extra []artifact.VLLMSpan) (*vllmResult, error) {
 	for _, by := range jr.JoinedBy {
 		sum.JoinedBy[by]++
 	}
-	res.spans = sum
-	block.Spans = sum
-	if len(spans) == 0 && spanCap != nil && !spanCap.Available {
-		// No receiver ran (every listener failed to bind): nothing was observed, so the
-		// server's admission is unknown (null), not zero.
-		return res, nil
-	}
+	return sum
+}
+
+// serverEvidence is the span join's server evidence: the joined requests' span attributes,
+// the quarantined requests, and every request of either as admitted.
+func serverEvidence(jr join.Result) *ServerEvidence {
 	ev := &ServerEvidence{Spans: jr.Joined, Quarantined: jr.Quarantined, Admitted: map[string]bool{}}
 	for x := range jr.Joined {
 		ev.Admitted[x] = true
@@ -183,42 +196,40 @@ func analyzeVLLM(in *Input, extra []artifact.VLLMSpan) (*vllmResult, error) {
 	for x := range jr.Quarantined {
 		ev.Admitted[x] = true
 	}
-	res.server = ev
+	return ev
+}
 
-	for id, list := range in.Cases {
-		cs := &CaseSpans{Latency: map[string]SpanLatency{}, Note: spanNote, byAttr: map[string][]float64{}}
-		for i := range list {
-			x := list[i].XRequestID
-			if x == nil {
-				continue
-			}
-			cs.Requests++
-			if _, q := jr.Quarantined[*x]; q {
-				cs.QuarantinedRequests++
-				continue
-			}
-			attrs, ok := jr.Joined[*x]
-			if !ok {
-				continue
-			}
-			cs.RequestsWithSpan++
-			for _, k := range SpanLatencyAttributes {
-				if v, ok := finiteNumber(attrs[k]); ok {
-					cs.byAttr[k] = append(cs.byAttr[k], v*1000)
-				}
-			}
+// caseSpans summarises the spans of one case's requests (those with an x_request_id): how
+// many have a joined span, how many were quarantined, and each SpanLatencyAttributes value
+// of the joined spans (finite numbers only, seconds → ms).
+func caseSpans(list []Request, jr join.Result) *CaseSpans {
+	cs := &CaseSpans{Latency: map[string]SpanLatency{}, Note: spanNote}
+	byAttr := map[string][]float64{}
+	for i := range list {
+		x := list[i].XRequestID
+		if x == nil {
+			continue
 		}
+		cs.Requests++
+		if _, q := jr.Quarantined[*x]; q {
+			cs.QuarantinedRequests++
+			continue
+		}
+		attrs, ok := jr.Joined[*x]
+		if !ok {
+			continue
+		}
+		cs.RequestsWithSpan++
 		for _, k := range SpanLatencyAttributes {
-			cs.Latency[k] = summarizeMs(cs.byAttr[k])
+			if v, ok := finiteNumber(attrs[k]); ok {
+				byAttr[k] = append(byAttr[k], v*1000)
+			}
 		}
-		cb := block.Cases[id]
-		if cb == nil {
-			cb = &vllm.CaseBlock{State: StateNotCollected, Reasons: []string{}}
-			block.Cases[id] = cb
-		}
-		cb.Spans = cs
 	}
-	return res, nil
+	for _, k := range SpanLatencyAttributes {
+		cs.Latency[k] = summarizeMs(byAttr[k])
+	}
+	return cs
 }
 
 func summarizeMs(v []float64) SpanLatency {
@@ -245,7 +256,7 @@ func renderVLLMSummary(w io.Writer, r *Report) error {
 		return nil
 	}
 	if e := r.vllm.block.Engine; e != nil && e.Scrapes.OK+e.Scrapes.Failed > 0 {
-		if err := vllm.RenderSummaryText(w, r.vllm.block, nil); err != nil {
+		if err := RenderVLLMSummary(w, r.vllm.block, nil); err != nil {
 			return err
 		}
 	}
@@ -288,13 +299,13 @@ func renderVLLMCase(w io.Writer, r *Report, id string) error {
 	if cb == nil {
 		return nil
 	}
-	if len(cb.Engines) > 0 || (cb.State != "resolved" && cb.State != StateNotCollected) {
-		if err := vllm.RenderCaseText(w, cb); err != nil {
+	if len(cb.Engines) > 0 || (cb.State != StateResolved && cb.State != StateNotCollected) {
+		if err := RenderVLLMCase(w, cb); err != nil {
 			return err
 		}
 	}
-	cs, ok := cb.Spans.(*CaseSpans)
-	if !ok || cs == nil {
+	cs := cb.Spans
+	if cs == nil {
 		return nil
 	}
 	line := fmt.Sprintf("  vllm spans: %d of %d requests", cs.RequestsWithSpan, cs.Requests)

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/artifact/vllmmetrics"
 )
 
 // FuzzParse feeds arbitrary bodies through the text-parsing path: Parse
@@ -41,12 +43,12 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		d := Discover(c)
+		d := vllmmetrics.Discover(c)
 		rec := artifact.VLLMScrape{
 			Header: artifact.HeaderOf(artifact.KindVLLMScrape), ObservationScope: artifact.ScopeEngineAggregate,
 			SessionID: "s", RunID: "r", ObservedAtNS: 1, TimestampNS: 1, SourceURL: "http://h/metrics",
 			Marker: artifact.ScrapeMarkerPhaseStart, IntervalMS: 1000, Status: artifact.ScrapeOK, ClockDomain: "h/unix_epoch_ns",
-			CaseID: artifact.Ptr("c"), Phase: artifact.Ptr(MeasuredPhase), Scrape: c, Discovery: &d,
+			CaseID: artifact.Ptr("c"), Phase: artifact.Ptr(artifact.PhaseMeasured), Scrape: c, Discovery: &d,
 		}
 		line, err := artifact.MarshalLine(rec)
 		if err != nil {
@@ -70,12 +72,12 @@ func FuzzParse(f *testing.F) {
 		}
 		end := back
 		end.Marker, end.ObservedAtNS = artifact.ScrapeMarkerPhaseEnd, 2
-		blk := Telemetry([]artifact.VLLMScrape{rec, end}, []string{"c"}, nil)
+		blk := analyze.VLLMTelemetry([]artifact.VLLMScrape{rec, end}, []string{"c"}, nil)
 		if out, err := json.Marshal(blk); err != nil || !json.Valid(out) {
 			t.Fatalf("report: %v", err)
 		}
 		var buf bytes.Buffer
-		if err := RenderText(&buf, blk); err != nil {
+		if err := analyze.RenderVLLMText(&buf, blk); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -105,7 +107,7 @@ func excerpt(text string, families ...string) string {
 // FuzzDecodeScrapeRecord: arbitrary lines never panic the record decoder.
 func FuzzDecodeScrapeRecord(f *testing.F) {
 	c, _ := Parse([]byte(preText), Limits{})
-	d := Discover(c)
+	d := vllmmetrics.Discover(c)
 	good, _ := artifact.MarshalLine(artifact.VLLMScrape{Header: artifact.HeaderOf(artifact.KindVLLMScrape), Marker: artifact.ScrapeMarkerInterval, Status: artifact.ScrapeOK, Scrape: c, Discovery: &d})
 	f.Add(good)
 	f.Add([]byte(`{"event_type":"infer.vllm_scrape","schema_version":1,"marker":"phase_end","status":"error","error":"HTTP 503"}`))
@@ -118,7 +120,7 @@ func FuzzDecodeScrapeRecord(f *testing.F) {
 			}
 			return
 		}
-		blk := CaseTelemetry([]artifact.VLLMScrape{r, r}, "c")
+		blk := analyze.VLLMCaseTelemetry([]artifact.VLLMScrape{r, r}, "c")
 		if _, err := json.Marshal(blk); err != nil {
 			t.Fatal(err)
 		}

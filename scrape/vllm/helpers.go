@@ -1,24 +1,6 @@
 package vllm
 
-import (
-	"math"
-	"sort"
-
-	"github.com/inferprobe/inferprobe/artifact"
-)
-
-// sortedKeys returns the keys of a set, sorted, never nil.
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// finite reports whether v is neither NaN nor infinite.
-func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+import "github.com/inferprobe/inferprobe/artifact"
 
 // fptr returns a pointer to an artifact.Float.
 func fptr(v float64) *artifact.Float { f := artifact.Float(v); return &f }

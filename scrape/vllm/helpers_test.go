@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
+	"sort"
 	"testing"
 
+	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/artifact/vllmmetrics"
 )
 
 const (
@@ -37,7 +38,7 @@ func scrapeOf(t testing.TB, text, marker string, observedNS int64) artifact.VLLM
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
-	d := Discover(c)
+	d := vllmmetrics.Discover(c)
 	return artifact.VLLMScrape{
 		Header:           artifact.HeaderOf(artifact.KindVLLMScrape),
 		ObservationScope: artifact.ScopeEngineAggregate,
@@ -45,7 +46,7 @@ func scrapeOf(t testing.TB, text, marker string, observedNS int64) artifact.VLLM
 		ObservedAtNS: observedNS, TimestampNS: observedNS,
 		SourceURL: "http://127.0.0.1:8000/metrics", Marker: marker, IntervalMS: 1000,
 		Status: artifact.ScrapeOK, ClockDomain: "h/unix_epoch_ns",
-		CaseID: artifact.Ptr(testCase), Phase: artifact.Ptr(MeasuredPhase),
+		CaseID: artifact.Ptr(testCase), Phase: artifact.Ptr(artifact.PhaseMeasured),
 		Scrape: c, Discovery: &d,
 	}
 }
@@ -57,49 +58,13 @@ func failedScrape(marker string, observedNS int64) artifact.VLLMScrape {
 		SessionID: "s", RunID: "run-1", ObservedAtNS: observedNS, TimestampNS: observedNS,
 		SourceURL: "http://127.0.0.1:8000/metrics", Marker: marker, IntervalMS: 1000,
 		Status: artifact.ScrapeError, ClockDomain: "h/unix_epoch_ns",
-		CaseID: artifact.Ptr(testCase), Phase: artifact.Ptr(MeasuredPhase),
+		CaseID: artifact.Ptr(testCase), Phase: artifact.Ptr(artifact.PhaseMeasured),
 		HTTPStatus: artifact.Ptr(503), Error: artifact.Ptr("HTTP 503"),
 	}
 }
 
-// window builds the standard window: start at 1 s, end at 14 s (13 s).
-func window(t testing.TB, pre, post string) []artifact.VLLMScrape {
-	return []artifact.VLLMScrape{scrapeOf(t, pre, artifact.ScrapeMarkerPhaseStart, 1e9), scrapeOf(t, post, artifact.ScrapeMarkerPhaseEnd, 14e9)}
-}
-
-// replaceLine substitutes the value of every sample line whose text up to
-// the value matches prefix (a regexp).
-func setValue(t testing.TB, text, seriesRE, value string) string {
-	t.Helper()
-	re := regexp.MustCompile(`(?m)^(` + seriesRE + `) \S+$`)
-	out := re.ReplaceAllString(text, "${1} "+value)
-	if out == text {
-		t.Fatalf("no line matches %q", seriesRE)
-	}
-	return out
-}
-
-// dropLines removes the sample lines matching re.
-func dropLines(t testing.TB, text, lineRE string) string {
-	t.Helper()
-	re := regexp.MustCompile(`(?m)^` + lineRE + `.*\n`)
-	out := re.ReplaceAllString(text, "")
-	if out == text {
-		t.Fatalf("no line matches %q", lineRE)
-	}
-	return out
-}
-
-func mustReplace(t testing.TB, text, old, new string) string {
-	t.Helper()
-	if !strings.Contains(text, old) {
-		t.Fatalf("text lacks %q", old)
-	}
-	return strings.ReplaceAll(text, old, new)
-}
-
 // engine0 returns the block of engine "0", failing the test without it.
-func engine0(t testing.TB, b *CaseBlock) *EngineBlock {
+func engine0(t testing.TB, b *analyze.VLLMCaseBlock) *analyze.VLLMEngineBlock {
 	t.Helper()
 	e := b.Engines["0"]
 	if e == nil {
@@ -113,7 +78,8 @@ func keysOf[V any](m map[string]V) []string {
 	for k := range m {
 		out = append(out, k)
 	}
-	return sortedKeys(setOf(out))
+	sort.Strings(out)
+	return out
 }
 
 func setOf(s []string) map[string]bool {
@@ -137,10 +103,10 @@ func toJSON(t testing.TB, v any) []byte {
 	return b
 }
 
-func renderText(t testing.TB, b *Block) string {
+func renderText(t testing.TB, b *analyze.VLLMBlock) string {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := RenderText(&buf, b); err != nil {
+	if err := analyze.RenderVLLMText(&buf, b); err != nil {
 		t.Fatal(err)
 	}
 	return buf.String()

@@ -17,7 +17,7 @@ import (
 	"github.com/inferprobe/inferprobe/artifact"
 )
 
-// Limits bound one scrape (stormlog.md §4.1 "Limits"). A body over any of
+// Limits bound one scrape. A body over any of
 // them is refused with an error wrapping ErrOversized.
 type Limits struct {
 	// MaxBodyBytes bounds the body as read, after any Content-Encoding.
@@ -29,7 +29,7 @@ type Limits struct {
 	MaxLineChars int
 }
 
-// Default limits (stormlog.md §4.1).
+// Default limits.
 const (
 	DefaultMaxBodyBytes = 8 << 20
 	DefaultMaxSeries    = 20000

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
 )
 
@@ -211,7 +212,7 @@ func TestRecordThroughTheArtifact(t *testing.T) {
 			t.Errorf("record %d changed through the artifact", i)
 		}
 	}
-	b := CaseTelemetry(got, testCase)
+	b := analyze.VLLMCaseTelemetry(got, testCase)
 	if d := engine0(t, b).Counters["request_success"].Delta; d == nil || *d != 32 {
 		t.Errorf("request_success from the artifact: %v", deref(d))
 	}

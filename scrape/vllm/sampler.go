@@ -7,9 +7,10 @@ import (
 	"time"
 
 	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/artifact/vllmmetrics"
 )
 
-// Bounds on a stopping phase (stormlog.md §4.1): an interval scrape still in
+// Bounds on a stopping phase: an interval scrape still in
 // flight when a phase ends may finish within AbandonAfter and is abandoned
 // (not recorded) after it, and a cancelled run's end scrape gets
 // EndScrapeDeadline as a whole.
@@ -18,7 +19,7 @@ const (
 	EndScrapeDeadline = 2 * time.Second
 )
 
-// PhaseSampler scrapes around and during phases (stormlog.md §4.1): one
+// PhaseSampler scrapes around and during phases: one
 // scrape just before a phase's first send (PhaseStart, marker
 // phase_start), one every interval while it runs (marker interval), and one
 // after its drain (PhaseEnd, marker phase_end). Every scrape is written to
@@ -31,7 +32,7 @@ type PhaseSampler struct {
 	warn func(string)
 
 	mu       sync.Mutex
-	tally    *Tally
+	tally    *vllmmetrics.Tally
 	warned   bool
 	writeErr error
 	cancel   context.CancelFunc // cancels the interval scrapes' context
@@ -48,7 +49,7 @@ func NewPhaseSampler(s *Scraper, sink artifact.Sink, warn func(msg string)) *Pha
 	if warn == nil {
 		warn = func(string) {}
 	}
-	p := &PhaseSampler{s: s, sink: sink, warn: warn, tally: NewTally(), abandonAfter: AbandonAfter}
+	p := &PhaseSampler{s: s, sink: sink, warn: warn, tally: vllmmetrics.NewTally(), abandonAfter: AbandonAfter}
 	if s.KeyWithheld() {
 		warn(fmt.Sprintf("the vLLM metrics URL %s is not on the endpoint's origin; it is scraped without the API key", s.SourceURL()))
 	}
@@ -155,10 +156,10 @@ func (p *PhaseSampler) record(rec artifact.VLLMScrape) {
 }
 
 // Tally returns a copy of the counts and discoveries so far.
-func (p *PhaseSampler) Tally() *Tally {
+func (p *PhaseSampler) Tally() *vllmmetrics.Tally {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.tally.clone()
+	return p.tally.Clone()
 }
 
 // WriteErr returns the first error the sink returned, nil if none.

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/artifact/vllmmetrics"
 )
 
 // memSink keeps written scrape records.
@@ -118,7 +120,7 @@ func TestPhaseSamplerBracketsEachPhase(t *testing.T) {
 	if !cap.Available || cap.Component != "vllm.metrics" || cap.Metadata["failed_scrapes"] != 0 || cap.Metadata["per_request_attribution"] != "none" {
 		t.Errorf("capabilities %+v", cap)
 	}
-	if !setOf(cap.Enabled)["queue_depth"] || !setOf(cap.Collected)["kv_cache_usage"] || len(cap.Supported) != len(Catalogue()) {
+	if !setOf(cap.Enabled)["queue_depth"] || !setOf(cap.Collected)["kv_cache_usage"] || len(cap.Supported) != len(vllmmetrics.Catalogue()) {
 		t.Errorf("enabled %v", cap.Enabled)
 	}
 	for _, f := range cap.Collected {
@@ -132,7 +134,7 @@ func TestPhaseSamplerBracketsEachPhase(t *testing.T) {
 }
 
 // Failed scrapes are recorded, the phase goes on, and the first failure is
-// warned once (stormlog.md §5 item 86).
+// warned once.
 func TestPhaseSamplerWarnsOnceOnFailures(t *testing.T) {
 	srv := newMetricsServer(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) })
 	other := newMetricsServer(t, textBody(preText))
@@ -160,7 +162,7 @@ func TestPhaseSamplerWarnsOnceOnFailures(t *testing.T) {
 	if cap.Available || cap.Metadata["failed_scrapes"] != len(recs) || *(cap.Metadata["last_error"].(*string)) != "HTTP 503" || len(cap.Enabled) != 0 {
 		t.Errorf("capabilities %+v", cap)
 	}
-	b := CaseTelemetry(recs, "c1")
+	b := analyze.VLLMCaseTelemetry(recs, "c1")
 	if strings.Join(b.Reasons, " ") != "scrape_failed:phase_start scrape_failed:phase_end" {
 		t.Errorf("reasons %v", b.Reasons)
 	}

@@ -188,8 +188,8 @@ func validateLine(t *testing.T, v *schemaValidator, rec artifact.VLLMScrape) err
 	return v.check(v.defs["scrape"].(map[string]any), x, "record")
 }
 
-// Every kind of record the scraper writes conforms to the contract's schema
-// (stormlog.md §5 item 86).
+// Every kind of record the scraper writes conforms to the infer.vllm_scrape
+// v1 JSON schema.
 func TestRecordsMatchTheSchema(t *testing.T) {
 	v := loadSchema(t)
 	srv := newMetricsServer(t, textBody(preText+"nan_gauge NaN\n"))

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/artifact/vllmmetrics"
 )
 
 // Config configures a Scraper.
@@ -221,7 +222,7 @@ func (s *Scraper) Scrape(ctx context.Context, marker, caseID, phase string) arti
 		return fail("%s", err.Error())
 	}
 	finish()
-	d := Discover(c)
+	d := vllmmetrics.Discover(c)
 	rec.Status, rec.Scrape, rec.Discovery = artifact.ScrapeOK, c, &d
 	return rec
 }

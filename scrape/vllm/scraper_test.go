@@ -89,7 +89,7 @@ func TestScrapeRecordsAnOKScrape(t *testing.T) {
 	}
 }
 
-// The API key goes only to the endpoint's own origin (stormlog.md §5 item 86).
+// The API key goes only to the endpoint's own origin.
 func TestAPIKeyOnlyToTheEndpointsOrigin(t *testing.T) {
 	same := newMetricsServer(t, textBody(preText))
 	other := newMetricsServer(t, textBody(preText))

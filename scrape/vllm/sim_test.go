@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/sim"
 )
@@ -95,13 +96,13 @@ func TestSimRequestSuccessDeltaEqualsRequests(t *testing.T) {
 	sink := &memSink{}
 	p := NewPhaseSampler(s, sink, func(m string) { t.Errorf("warning: %s", m) })
 	ctx := context.Background()
-	p.PhaseStart(ctx, "c1", MeasuredPhase)
+	p.PhaseStart(ctx, "c1", artifact.PhaseMeasured)
 	generated := chat(t, srv.URL(), n, 16)
-	p.PhaseEnd(ctx, "c1", MeasuredPhase)
+	p.PhaseEnd(ctx, "c1", artifact.PhaseMeasured)
 
 	recs := sink.snapshot()
-	b := CaseTelemetry(recs, "c1")
-	if b.State != StateResolved {
+	b := analyze.VLLMCaseTelemetry(recs, "c1")
+	if b.State != analyze.StateResolved {
 		t.Fatalf("case %s %v", b.State, b.Reasons)
 	}
 	e := engine0(t, b)
@@ -112,7 +113,7 @@ func TestSimRequestSuccessDeltaEqualsRequests(t *testing.T) {
 		t.Errorf("generation_tokens delta %v, want the %d completion tokens reported", deref(d), generated)
 	}
 	for _, f := range []string{"e2e_latency", "queue_time", "time_to_first_token", "request_prompt_tokens"} {
-		if h := e.Histograms[f]; h == nil || h.State != StateResolved || h.Count != n {
+		if h := e.Histograms[f]; h == nil || h.State != analyze.StateResolved || h.Count != n {
 			t.Errorf("%s %+v, want count %d", f, h, n)
 		}
 	}
@@ -134,27 +135,27 @@ func TestSimRequestSuccessDeltaEqualsRequests(t *testing.T) {
 func TestSimRestartIsAnEngineRestart(t *testing.T) {
 	srv := fastSim(t, func(c *sim.Config) { c.Faults.RestartAt = 300 * time.Millisecond })
 	s := newScraper(t, Config{URL: srv.URL() + "/metrics"})
-	start := s.Scrape(context.Background(), artifact.ScrapeMarkerPhaseStart, "c1", MeasuredPhase)
+	start := s.Scrape(context.Background(), artifact.ScrapeMarkerPhaseStart, "c1", artifact.PhaseMeasured)
 	if start.Status != artifact.ScrapeOK {
 		t.Fatal(*start.Error)
 	}
 	var end artifact.VLLMScrape
 	waitFor(t, "the simulated restart", func() bool {
-		end = s.Scrape(context.Background(), artifact.ScrapeMarkerPhaseEnd, "c1", MeasuredPhase)
+		end = s.Scrape(context.Background(), artifact.ScrapeMarkerPhaseEnd, "c1", artifact.PhaseMeasured)
 		return end.OK() && *end.Discovery.ProcessStartNS != *start.Discovery.ProcessStartNS
 	})
 	if end.ObservedAtNS <= start.ObservedAtNS {
 		t.Fatalf("end observed at %d, start at %d", end.ObservedAtNS, start.ObservedAtNS)
 	}
 	scrapes := []artifact.VLLMScrape{start, end}
-	b := CaseTelemetry(scrapes, "c1")
-	if b.State != StateUnresolved || b.Reasons[0] != ReasonEngineRestart {
+	b := analyze.VLLMCaseTelemetry(scrapes, "c1")
+	if b.State != analyze.StateUnresolved || b.Reasons[0] != analyze.ReasonEngineRestart {
 		t.Fatalf("case %s %v, want engine_restart", b.State, b.Reasons)
 	}
-	if c := engine0(t, b).Counters["request_success"]; c.Delta != nil || c.Reasons[0] != ReasonEngineRestart {
+	if c := engine0(t, b).Counters["request_success"]; c.Delta != nil || c.Reasons[0] != analyze.ReasonEngineRestart {
 		t.Errorf("request_success %+v", c)
 	}
-	blk := Telemetry(scrapes, []string{"c1"}, nil)
+	blk := analyze.VLLMTelemetry(scrapes, []string{"c1"}, nil)
 	if len(blk.Engine.Epochs) != 2 || !strings.Contains(renderText(t, blk), "vllm: unresolved (engine_restart)") {
 		t.Errorf("epochs %d text:\n%s", len(blk.Engine.Epochs), renderText(t, blk))
 	}
@@ -164,11 +165,11 @@ func TestSimTwoEnginesTwoBlocks(t *testing.T) {
 	const n = 8
 	srv := fastSim(t, func(c *sim.Config) { c.Engines = 2 })
 	s := newScraper(t, Config{URL: srv.URL() + "/metrics"})
-	start := s.Scrape(context.Background(), artifact.ScrapeMarkerPhaseStart, "c1", MeasuredPhase)
+	start := s.Scrape(context.Background(), artifact.ScrapeMarkerPhaseStart, "c1", artifact.PhaseMeasured)
 	chat(t, srv.URL(), n, 8)
-	end := s.Scrape(context.Background(), artifact.ScrapeMarkerPhaseEnd, "c1", MeasuredPhase)
-	b := CaseTelemetry([]artifact.VLLMScrape{start, end}, "c1")
-	if b.State != StateResolved || len(b.Engines) != 2 || b.Engines["0"] == nil || b.Engines["1"] == nil {
+	end := s.Scrape(context.Background(), artifact.ScrapeMarkerPhaseEnd, "c1", artifact.PhaseMeasured)
+	b := analyze.VLLMCaseTelemetry([]artifact.VLLMScrape{start, end}, "c1")
+	if b.State != analyze.StateResolved || len(b.Engines) != 2 || b.Engines["0"] == nil || b.Engines["1"] == nil {
 		t.Fatalf("state %s engines %v", b.State, keysOf(b.Engines))
 	}
 	total := 0.0
@@ -183,7 +184,7 @@ func TestSimTwoEnginesTwoBlocks(t *testing.T) {
 	if total != n {
 		t.Errorf("engines' request_success deltas add to %v, want %d (each reported on its own)", total, n)
 	}
-	text := renderText(t, Telemetry([]artifact.VLLMScrape{start, end}, []string{"c1"}, nil))
+	text := renderText(t, analyze.VLLMTelemetry([]artifact.VLLMScrape{start, end}, []string{"c1"}, nil))
 	if !strings.Contains(text, "engine label(s) 0, 1;") || !strings.Contains(text, "  vllm engine 0: ") || !strings.Contains(text, "  vllm engine 1: ") {
 		t.Errorf("text:\n%s", text)
 	}
@@ -191,12 +192,12 @@ func TestSimTwoEnginesTwoBlocks(t *testing.T) {
 
 func TestSimMetricsFaults(t *testing.T) {
 	srv := fastSim(t, func(c *sim.Config) { c.Faults.Metrics503 = 1 })
-	r := newScraper(t, Config{URL: srv.URL() + "/metrics"}).Scrape(context.Background(), artifact.ScrapeMarkerPhaseStart, "c1", MeasuredPhase)
+	r := newScraper(t, Config{URL: srv.URL() + "/metrics"}).Scrape(context.Background(), artifact.ScrapeMarkerPhaseStart, "c1", artifact.PhaseMeasured)
 	if r.Status != artifact.ScrapeError || *r.Error != "HTTP 503" || *r.HTTPStatus != 503 || r.Scrape != nil {
 		t.Errorf("503 fault: %+v", r)
 	}
 	srv = fastSim(t, func(c *sim.Config) { c.Faults.MetricsHTML = 1 })
-	r = newScraper(t, Config{URL: srv.URL() + "/metrics"}).Scrape(context.Background(), artifact.ScrapeMarkerPhaseStart, "c1", MeasuredPhase)
+	r = newScraper(t, Config{URL: srv.URL() + "/metrics"}).Scrape(context.Background(), artifact.ScrapeMarkerPhaseStart, "c1", artifact.PhaseMeasured)
 	if r.Status != artifact.ScrapeError || !strings.HasPrefix(*r.Error, "unparseable response") || *r.HTTPStatus != 200 || r.Scrape != nil {
 		t.Errorf("HTML fault: %+v %q", r, deref2(r.Error))
 	}

@@ -1,4 +1,4 @@
-package vllm
+package analyze
 
 import (
 	"strings"
@@ -8,10 +8,9 @@ import (
 )
 
 // The deltas of the real vLLM 0.30.0 captures around a 32-request phase, as
-// the fixtures README lists them (shared/fixtures/stormlog/README.md), and
-// stormlog.md §5 item 68.
+// the fixtures' own README lists them.
 func TestRealCapturesGiveTheListedDeltas(t *testing.T) {
-	b := CaseTelemetry(window(t, preText, postText), testCase)
+	b := VLLMCaseTelemetry(scrapeWindow(t, preText, postText), testCase)
 	if b.State != StateResolved || len(b.Reasons) != 0 {
 		t.Fatalf("case state %s %v, want resolved", b.State, b.Reasons)
 	}
@@ -147,11 +146,10 @@ func fieldDelta(c *CounterField) any {
 	return deref(c.Delta)
 }
 
-// Swapping the captures makes every advancing counter go backwards
-// (stormlog.md §5 item 69).
+// Swapping the captures makes every advancing counter go backwards.
 func TestSwappedCapturesAreCounterResets(t *testing.T) {
-	scrapes := window(t, postText, preText)
-	b := CaseTelemetry(scrapes, testCase)
+	scrapes := scrapeWindow(t, postText, preText)
+	b := VLLMCaseTelemetry(scrapes, testCase)
 	if b.State != StateResolved {
 		t.Fatalf("case %s %v: the exporter identity did not change", b.State, b.Reasons)
 	}
@@ -172,21 +170,21 @@ func TestSwappedCapturesAreCounterResets(t *testing.T) {
 	if got := e.Unresolved[ReasonCounterReset]; !setOf(got)["generation_tokens"] || !setOf(got)["prompt_tokens"] {
 		t.Errorf("unresolved counter_reset fields %v", got)
 	}
-	if s := Summarize(scrapes); len(s.Epochs) != 1 {
+	if s := SummarizeScrapes(scrapes); len(s.Epochs) != 1 {
 		t.Errorf("%d epochs, want 1", len(s.Epochs))
 	}
 	if e.Derived.MFU.State != StateUnresolved {
 		t.Errorf("mfu %s: zero MFU counters against an unresolved generation delta are unresolved", e.Derived.MFU.State)
 	}
-	text := renderText(t, Telemetry(scrapes, []string{testCase}, nil))
+	text := renderVLLMText(t, VLLMTelemetry(scrapes, []string{testCase}, nil))
 	if !strings.Contains(text, "vllm engine 0: unresolved fields: counter_reset (") {
 		t.Errorf("text lacks the unresolved fields line:\n%s", text)
 	}
 }
 
-// The text lines of the contract (stormlog.md §2.6).
+// The text lines of the contract.
 func TestRealCapturesText(t *testing.T) {
-	text := renderText(t, Telemetry(window(t, preText, postText), []string{testCase}, nil))
+	text := renderVLLMText(t, VLLMTelemetry(scrapeWindow(t, preText, postText), []string{testCase}, nil))
 	want := []string{
 		"vLLM telemetry: 2 scrapes ok, 0 failed; engine label(s) 0; engine-aggregate, no per-request attribution\n",
 		"case " + testCase + ":\n",

@@ -1,26 +1,51 @@
-package vllm
+package vllmmetrics_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/inferprobe/inferprobe/artifact/vllmmetrics"
+	"github.com/inferprobe/inferprobe/scrape/vllm"
 )
+
+// fixtureDir holds the captured /metrics expositions the catalogue is checked against.
+const fixtureDir = "../../../shared/fixtures"
+
+func mustRead(t *testing.T, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(fixtureDir, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func setOf(s []string) map[string]bool {
+	m := map[string]bool{}
+	for _, x := range s {
+		m[x] = true
+	}
+	return m
+}
 
 // Every vllm: family of the real 0.30.0 capture is catalogued, with the
 // capture's # TYPE, and every unconditional catalogue family is in it.
 func TestCatalogueMatchesTheRealCapture(t *testing.T) {
-	c, err := Parse([]byte(preText), Limits{})
+	c, err := vllm.Parse([]byte(mustRead(t, "stormlog/vllm/q05_c08_metrics_pre.txt")), vllm.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := Discover(c)
+	d := vllmmetrics.Discover(c)
 	if len(d.Absent) != 0 || len(d.Unknown) != 0 || len(d.DeprecatedPresent) != 0 || len(d.RemovedPresent) != 0 || len(d.OptionalPresent) != 0 {
 		t.Errorf("discovery %+v", d)
 	}
 	for name, kind := range c.Families {
-		if !strings.HasPrefix(name, Prefix) || isStamp(name, c.Families) {
+		if !strings.HasPrefix(name, vllmmetrics.Prefix) || vllmmetrics.IsStamp(name, c.Families) {
 			continue
 		}
-		e, ok := Lookup(name)
+		e, ok := vllmmetrics.Lookup(name)
 		if !ok {
 			t.Errorf("%s is not catalogued", name)
 			continue
@@ -48,11 +73,11 @@ func TestCatalogueMatchesTheRealCapture(t *testing.T) {
 // The vLLM 0.4.3 (V0) capture: retired names with successors, removed names
 // without, and no engine label.
 func TestCatalogueOnAnOldCapture(t *testing.T) {
-	c, err := Parse([]byte(mustRead("vllm/datadog-integrations-core_vllm-0.4.3_v0_opt-125m.prom")), Limits{})
+	c, err := vllm.Parse([]byte(mustRead(t, "vllm/datadog-integrations-core_vllm-0.4.3_v0_opt-125m.prom")), vllm.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := Discover(c)
+	d := vllmmetrics.Discover(c)
 	if got := strings.Join(d.DeprecatedPresent, ","); got != "vllm:gpu_cache_usage_perc,vllm:time_per_output_token_seconds" {
 		t.Errorf("deprecated_present %s", got)
 	}
@@ -68,23 +93,23 @@ func TestCatalogueOnAnOldCapture(t *testing.T) {
 		t.Errorf("absent %v", d.Absent)
 	}
 
-	hybrid, err := Parse([]byte(mustRead("vllm/datadog-integrations-core_vllm-test-fixture_hybrid-0.4.3-plus-v1-families.prom")), Limits{})
+	hybrid, err := vllm.Parse([]byte(mustRead(t, "vllm/datadog-integrations-core_vllm-test-fixture_hybrid-0.4.3-plus-v1-families.prom")), vllm.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u := Discover(hybrid).Unknown; strings.Join(u, ",") != "vllm:prompt_tokens_recomputed_total" {
+	if u := vllmmetrics.Discover(hybrid).Unknown; strings.Join(u, ",") != "vllm:prompt_tokens_recomputed_total" {
 		t.Errorf("unknown %v", u)
 	}
 }
 
 func TestNamesAndStamps(t *testing.T) {
 	for _, c := range []struct{ family, kind, want string }{
-		{"vllm:prompt_tokens_total", KindCounter, "vllm:prompt_tokens_created"},
-		{"vllm:iteration_tokens_total", KindHistogram, "vllm:iteration_tokens_total_created"},
-		{"vllm:request_queue_time_seconds", KindHistogram, "vllm:request_queue_time_seconds_created"},
-		{"vllm:num_requests_waiting", KindGauge, ""},
+		{"vllm:prompt_tokens_total", vllmmetrics.KindCounter, "vllm:prompt_tokens_created"},
+		{"vllm:iteration_tokens_total", vllmmetrics.KindHistogram, "vllm:iteration_tokens_total_created"},
+		{"vllm:request_queue_time_seconds", vllmmetrics.KindHistogram, "vllm:request_queue_time_seconds_created"},
+		{"vllm:num_requests_waiting", vllmmetrics.KindGauge, ""},
 	} {
-		if got := StampName(c.family, c.kind); got != c.want {
+		if got := vllmmetrics.StampName(c.family, c.kind); got != c.want {
 			t.Errorf("StampName(%s, %s) = %q, want %q", c.family, c.kind, got, c.want)
 		}
 	}
@@ -100,43 +125,43 @@ func TestNamesAndStamps(t *testing.T) {
 		"vllm:num_requests_swapped":           {"", "", false},
 		"vllm:brand_new_total":                {"", "", false},
 	} {
-		e, alias, ok := Resolve(name)
+		e, alias, ok := vllmmetrics.Resolve(name)
 		if ok != want.ok || e.Field != want.field || alias != want.alias {
 			t.Errorf("Resolve(%s) = %q %q %v, want %+v", name, e.Field, alias, ok, want)
 		}
 	}
 	fams := map[string]string{"vllm:x_total": "counter", "vllm:x_created": "gauge", "vllm:y_created": "gauge"}
-	for name, want := range map[string]Class{
-		"vllm:x_created":                    ClassStamp,
-		"vllm:y_created":                    ClassUnknown,
-		"vllm:x_total":                      ClassUnknown,
-		"vllm:kv_offload_total_bytes":       ClassOptional,
-		"vllm:diffusion_steps_total":        ClassOptional,
-		"vllm:spec_decode_num_drafts_total": ClassCatalogued,
-		"vllm:gpu_cache_usage_perc":         ClassDeprecated,
-		"vllm:cpu_cache_usage_perc":         ClassRemoved,
-		"process_start_time_seconds":        ClassOther,
+	for name, want := range map[string]vllmmetrics.Class{
+		"vllm:x_created":                    vllmmetrics.ClassStamp,
+		"vllm:y_created":                    vllmmetrics.ClassUnknown,
+		"vllm:x_total":                      vllmmetrics.ClassUnknown,
+		"vllm:kv_offload_total_bytes":       vllmmetrics.ClassOptional,
+		"vllm:diffusion_steps_total":        vllmmetrics.ClassOptional,
+		"vllm:spec_decode_num_drafts_total": vllmmetrics.ClassCatalogued,
+		"vllm:gpu_cache_usage_perc":         vllmmetrics.ClassDeprecated,
+		"vllm:cpu_cache_usage_perc":         vllmmetrics.ClassRemoved,
+		"process_start_time_seconds":        vllmmetrics.ClassOther,
 	} {
-		if got := ClassifyName(name, fams); got != want {
+		if got := vllmmetrics.ClassifyName(name, fams); got != want {
 			t.Errorf("ClassifyName(%s) = %d, want %d", name, got, want)
 		}
 	}
-	if ClassifyName("vllm:prompt_tokens_created", nil) != ClassStamp {
+	if vllmmetrics.ClassifyName("vllm:prompt_tokens_created", nil) != vllmmetrics.ClassStamp {
 		t.Error("without families, a catalogued counter's stamp is still a stamp")
 	}
 	fields := map[string]bool{}
-	for _, e := range Catalogue() {
+	for _, e := range vllmmetrics.Catalogue() {
 		if fields[e.Field] {
 			t.Errorf("field %s appears twice", e.Field)
 		}
 		fields[e.Field] = true
-		if _, ok := LookupRetired(e.Name); ok {
+		if _, ok := vllmmetrics.LookupRetired(e.Name); ok {
 			t.Errorf("%s is both catalogued and retired", e.Name)
 		}
 	}
-	for _, r := range RetiredNames() {
+	for _, r := range vllmmetrics.RetiredNames() {
 		if r.Successor != "" {
-			if _, ok := Lookup(r.Successor); !ok {
+			if _, ok := vllmmetrics.Lookup(r.Successor); !ok {
 				t.Errorf("%s's successor %s is not catalogued", r.Name, r.Successor)
 			}
 		}

@@ -1,4 +1,4 @@
-package vllm
+package analyze
 
 import (
 	"bytes"
@@ -17,10 +17,10 @@ const (
 )
 
 // A histogram whose sum shrinks, or whose +Inf bucket drops, while its count
-// grows is a reset (stormlog.md §5 item 70).
+// grows is a reset.
 func TestHistogramGoingBackwardsIsAReset(t *testing.T) {
 	shrunk := setValue(t, postText, `vllm:request_queue_time_seconds_sum`+regexpQuote(labels0), "0.1")
-	e := engine0(t, CaseTelemetry(window(t, preText, shrunk), testCase))
+	e := engine0(t, VLLMCaseTelemetry(scrapeWindow(t, preText, shrunk), testCase))
 	if h := e.Histograms["queue_time"]; h.State != StateUnresolved || h.Reasons[0] != ReasonCounterReset {
 		t.Errorf("sum shrinking: %s %v", h.State, h.Reasons)
 	}
@@ -28,19 +28,18 @@ func TestHistogramGoingBackwardsIsAReset(t *testing.T) {
 		t.Errorf("prefill_time %s: only queue_time changed", h.State)
 	}
 	dropped := setValue(t, postText, `vllm:request_prefill_time_seconds_bucket\{`+eng0+`,le="\+Inf",`+regexpQuote(modelLbl)+`\}`, "5.0")
-	e = engine0(t, CaseTelemetry(window(t, preText, dropped), testCase))
+	e = engine0(t, VLLMCaseTelemetry(scrapeWindow(t, preText, dropped), testCase))
 	if h := e.Histograms["prefill_time"]; h.State != StateUnresolved || h.ByLabel["_"].State != ReasonCounterReset {
 		t.Errorf("+Inf bucket dropping: %s %+v", h.State, h.ByLabel["_"])
 	}
 }
 
 // A changed _created stamp marks that family recreated, and only it; the
-// histogram vllm:iteration_tokens_total is stamped under its full name
-// (stormlog.md §5 item 71).
+// histogram vllm:iteration_tokens_total is stamped under its full name.
 func TestChangedCreatedStampIsRecreated(t *testing.T) {
 	post := setValue(t, postText, `vllm:generation_tokens_created`+regexpQuote(labels0), "1.8e+09")
 	post = setValue(t, post, `vllm:iteration_tokens_total_created`+regexpQuote(labels0), "1.8e+09")
-	e := engine0(t, CaseTelemetry(window(t, preText, post), testCase))
+	e := engine0(t, VLLMCaseTelemetry(scrapeWindow(t, preText, post), testCase))
 	if c := e.Counters["generation_tokens"]; c.State != StateUnresolved || c.ByLabel["_"].State != ReasonCounterRecreated {
 		t.Errorf("generation_tokens %s %+v, want counter_recreated", c.State, c.ByLabel["_"])
 	}
@@ -60,11 +59,10 @@ func TestChangedCreatedStampIsRecreated(t *testing.T) {
 	}
 }
 
-// One bucket boundary changed leaves that family unresolved, and only it
-// (stormlog.md §5 item 72).
+// One bucket boundary changed leaves that family unresolved, and only it.
 func TestChangedBucketBoundary(t *testing.T) {
 	post := mustReplace(t, postText, `vllm:request_queue_time_seconds_bucket{engine="0",le="0.3"`, `vllm:request_queue_time_seconds_bucket{engine="0",le="0.35"`)
-	e := engine0(t, CaseTelemetry(window(t, preText, post), testCase))
+	e := engine0(t, VLLMCaseTelemetry(scrapeWindow(t, preText, post), testCase))
 	if h := e.Histograms["queue_time"]; h.State != StateUnresolved || h.Reasons[0] != ReasonBoundariesChanged {
 		t.Errorf("queue_time %s %v", h.State, h.Reasons)
 	}
@@ -74,10 +72,10 @@ func TestChangedBucketBoundary(t *testing.T) {
 }
 
 // An engine label appearing in the end scrape changes the engine set; the
-// new engine's series are missing at the start (stormlog.md §5 items 73, 84).
+// new engine's series are missing at the start.
 func TestEngineSetChanged(t *testing.T) {
 	post := postText + "vllm:num_requests_running{engine=\"1\",model_name=\"m\"} 0.0\n"
-	b := CaseTelemetry(window(t, preText, post), testCase)
+	b := VLLMCaseTelemetry(scrapeWindow(t, preText, post), testCase)
 	if b.State != StateUnresolved || len(b.Reasons) != 1 || b.Reasons[0] != ReasonEngineSetChanged {
 		t.Fatalf("case %s %v, want engine_set_changed", b.State, b.Reasons)
 	}
@@ -87,18 +85,18 @@ func TestEngineSetChanged(t *testing.T) {
 	if b.Engines["1"] == nil {
 		t.Fatal("no block for engine 1")
 	}
-	text := renderText(t, Telemetry(window(t, preText, post), []string{testCase}, nil))
+	text := renderVLLMText(t, VLLMTelemetry(scrapeWindow(t, preText, post), []string{testCase}, nil))
 	if !strings.Contains(text, "  vllm: unresolved (engine_set_changed)\n") {
 		t.Errorf("text:\n%s", text)
 	}
 }
 
 // A restart between the scrapes, and another exporter answering an interval
-// scrape (stormlog.md §5 item 74).
+// scrape.
 func TestEngineRestartAndForeignScrapes(t *testing.T) {
 	restarted := mustReplace(t, postText, procStart, "process_start_time_seconds 1.79096099e+09")
-	scrapes := window(t, preText, restarted)
-	b := CaseTelemetry(scrapes, testCase)
+	scrapes := scrapeWindow(t, preText, restarted)
+	b := VLLMCaseTelemetry(scrapes, testCase)
 	if b.State != StateUnresolved || b.Reasons[0] != ReasonEngineRestart {
 		t.Fatalf("case %s %v, want engine_restart", b.State, b.Reasons)
 	}
@@ -112,11 +110,11 @@ func TestEngineRestartAndForeignScrapes(t *testing.T) {
 	if b.Window.ForeignScrapes != 1 || b.Window.Scrapes != 1 {
 		t.Errorf("window %+v: the end scrape came from another exporter", b.Window)
 	}
-	blk := Telemetry(scrapes, []string{testCase}, nil)
+	blk := VLLMTelemetry(scrapes, []string{testCase}, nil)
 	if len(blk.Engine.Epochs) != 2 {
 		t.Errorf("%d epochs, want 2", len(blk.Engine.Epochs))
 	}
-	text := renderText(t, blk)
+	text := renderVLLMText(t, blk)
 	for _, want := range []string{"vLLM telemetry: the server restarted 1 time during the run\n", "  vllm: unresolved (engine_restart)\n"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("text lacks %q:\n%s", want, text)
@@ -129,24 +127,23 @@ func TestEngineRestartAndForeignScrapes(t *testing.T) {
 	foreign = setValue(t, foreign, `vllm:num_requests_waiting`+regexpQuote(labels0), "99.0")
 	mid := scrapeOf(t, foreign, artifact.ScrapeMarkerInterval, 5e9)
 	scrapes = []artifact.VLLMScrape{scrapes[0], mid, scrapeOf(t, postText, artifact.ScrapeMarkerPhaseEnd, 14e9)}
-	b = CaseTelemetry(scrapes, testCase)
+	b = VLLMCaseTelemetry(scrapes, testCase)
 	if b.Reasons[0] != ReasonEngineRestart || b.Window.ForeignScrapes != 1 || b.Window.Scrapes != 2 {
 		t.Errorf("reasons %v window %+v", b.Reasons, b.Window)
 	}
 	if st := engine0(t, b).Gauges["queue_depth"].Stats["_"]; *st.Max != 0 || st.Samples != 2 {
 		t.Errorf("queue_depth %+v: the foreign scrape's 99 leaked in", st)
 	}
-	if n := len(Summarize(scrapes).Epochs); n != 3 {
+	if n := len(SummarizeScrapes(scrapes).Epochs); n != 3 {
 		t.Errorf("%d epochs, want 3", n)
 	}
 }
 
-// Without process_start_time_seconds a restart cannot be ruled out
-// (stormlog.md §5 item 75).
+// Without process_start_time_seconds a restart cannot be ruled out.
 func TestExporterIdentityUnknown(t *testing.T) {
 	pre := dropLines(t, preText, `process_start_time_seconds `)
 	post := dropLines(t, postText, `process_start_time_seconds `)
-	b := CaseTelemetry(window(t, pre, post), testCase)
+	b := VLLMCaseTelemetry(scrapeWindow(t, pre, post), testCase)
 	if b.State != StateUnresolved || len(b.Reasons) != 1 || b.Reasons[0] != ReasonIdentityUnknown {
 		t.Fatalf("case %s %v", b.State, b.Reasons)
 	}
@@ -158,12 +155,11 @@ func TestExporterIdentityUnknown(t *testing.T) {
 	}
 }
 
-// A missing _sum, a missing counter and a gauge present in one scrape only
-// (stormlog.md §5 items 76, 77).
+// A missing _sum, a missing counter and a gauge present in one scrape only.
 func TestSeriesMissing(t *testing.T) {
 	pre := dropLines(t, preText, `vllm:request_queue_time_seconds_sum`)
 	post := dropLines(t, postText, `vllm:num_preemptions_total\{`)
-	b := CaseTelemetry(window(t, pre, post), testCase)
+	b := VLLMCaseTelemetry(scrapeWindow(t, pre, post), testCase)
 	e := engine0(t, b)
 	h := e.Histograms["queue_time"]
 	if h.State != StateUnresolved || h.ByLabel["_"].State != ReasonSeriesMissing || len(h.ByLabel["_"].Missing) != 1 || h.ByLabel["_"].Missing[0] != "start_sum" {
@@ -185,15 +181,15 @@ func TestSeriesMissing(t *testing.T) {
 	post = dropLines(t, postText, `vllm:num_requests_running\{`)
 	mid := setValue(t, preText, `vllm:num_requests_running`+regexpQuote(labels0), "8.0")
 	scrapes := []artifact.VLLMScrape{scrapeOf(t, preText, artifact.ScrapeMarkerPhaseStart, 1e9), scrapeOf(t, mid, artifact.ScrapeMarkerInterval, 2e9), scrapeOf(t, post, artifact.ScrapeMarkerPhaseEnd, 3e9)}
-	st := engine0(t, CaseTelemetry(scrapes, testCase)).Gauges["running_requests"].Stats["_"]
+	st := engine0(t, VLLMCaseTelemetry(scrapes, testCase)).Gauges["running_requests"].Stats["_"]
 	if st.Samples != 2 || *st.Max != 8 || *st.Min != 0 || *st.Mean != 4 || *st.Last != 8 {
 		t.Errorf("running_requests %+v, want 2 samples 0 and 8", st)
 	}
 }
 
-// Boundary scrapes that failed or never happened (stormlog.md §5 item 78).
+// Boundary scrapes that failed or never happened.
 func TestMissingBoundaryScrapes(t *testing.T) {
-	b := CaseTelemetry([]artifact.VLLMScrape{failedScrape(artifact.ScrapeMarkerPhaseStart, 1e9), scrapeOf(t, preText, artifact.ScrapeMarkerInterval, 2e9)}, testCase)
+	b := VLLMCaseTelemetry([]artifact.VLLMScrape{failedScrape(artifact.ScrapeMarkerPhaseStart, 1e9), scrapeOf(t, preText, artifact.ScrapeMarkerInterval, 2e9)}, testCase)
 	want := []string{"scrape_failed:phase_start", "scrape_missing:phase_end"}
 	if b.State != StateUnresolved || strings.Join(b.Reasons, " ") != strings.Join(want, " ") || b.Window != nil || len(b.Engines) != 0 {
 		t.Fatalf("block %+v", b)
@@ -202,33 +198,30 @@ func TestMissingBoundaryScrapes(t *testing.T) {
 	if !strings.Contains(raw, `"window":null`) || !strings.Contains(raw, `"engines":{}`) {
 		t.Errorf("json %s", raw)
 	}
-	if b := CaseTelemetry(nil, testCase); strings.Join(b.Reasons, " ") != "scrape_missing:phase_start scrape_missing:phase_end" {
+	if b := VLLMCaseTelemetry(nil, testCase); strings.Join(b.Reasons, " ") != "scrape_missing:phase_start scrape_missing:phase_end" {
 		t.Errorf("no scrapes: %v", b.Reasons)
 	}
 	// Other cases' and phases' scrapes do not count.
-	warm := window(t, preText, postText)
+	warm := scrapeWindow(t, preText, postText)
 	for i := range warm {
 		warm[i].Phase = strPtr("warmup")
 	}
-	if b := CaseTelemetry(warm, testCase); b.State != StateUnresolved {
+	if b := VLLMCaseTelemetry(warm, testCase); b.State != StateUnresolved {
 		t.Error("warmup scrapes made a measured window")
 	}
-	if b := PhaseTelemetry(warm, testCase, "warmup"); b.State != StateResolved {
+	if b := VLLMPhaseTelemetry(warm, testCase, "warmup"); b.State != StateResolved {
 		t.Errorf("warmup phase %v", b.Reasons)
 	}
 	// A failed interval scrape inside the window is counted, nothing else.
-	scrapes := window(t, preText, postText)
+	scrapes := scrapeWindow(t, preText, postText)
 	scrapes = append(scrapes, failedScrape(artifact.ScrapeMarkerInterval, 5e9))
-	if b := CaseTelemetry(scrapes, testCase); b.State != StateResolved || b.Window.FailedScrapes != 1 {
+	if b := VLLMCaseTelemetry(scrapes, testCase); b.State != StateResolved || b.Window.FailedScrapes != 1 {
 		t.Errorf("state %s window %+v", b.State, b.Window)
 	}
 }
 
-func strPtr(s string) *string { return &s }
-
 // Label sets are differenced against themselves whatever their order; a set
-// missing from one scrape leaves the total unresolved (stormlog.md §5 item
-// 79).
+// missing from one scrape leaves the total unresolved.
 func TestHistogramLabelSets(t *testing.T) {
 	hist := func(order []string, counts map[string]string) string {
 		var b strings.Builder
@@ -245,7 +238,7 @@ func TestHistogramLabelSets(t *testing.T) {
 	}
 	pre := hist([]string{"a", "b"}, map[string]string{"a": "1", "b": "10"})
 	post := hist([]string{"b", "a"}, map[string]string{"a": "3", "b": "15"})
-	h := engine0(t, CaseTelemetry(window(t, pre, post), testCase)).Histograms["vllm:x_seconds"]
+	h := engine0(t, VLLMCaseTelemetry(scrapeWindow(t, pre, post), testCase)).Histograms["vllm:x_seconds"]
 	if h.State != StateResolved || h.ByLabel["reason=a"].Count != 2 || h.ByLabel["reason=b"].Count != 5 || h.Count != 7 || h.Sum != 7 {
 		t.Fatalf("x_seconds %+v", h)
 	}
@@ -253,21 +246,21 @@ func TestHistogramLabelSets(t *testing.T) {
 		t.Errorf("summed buckets %v", h.Buckets)
 	}
 	post = hist([]string{"b"}, map[string]string{"b": "15"})
-	h = engine0(t, CaseTelemetry(window(t, pre, post), testCase)).Histograms["vllm:x_seconds"]
+	h = engine0(t, VLLMCaseTelemetry(scrapeWindow(t, pre, post), testCase)).Histograms["vllm:x_seconds"]
 	if h.State != StateUnresolved || h.ByLabel["reason=a"].State != ReasonSeriesMissing || h.ByLabel["reason=b"].State != StateResolved {
 		t.Errorf("x_seconds %+v", h)
 	}
 }
 
 // NaN samples: a gauge is summarised without them, a counter's delta is
-// null, and the report stays strict JSON (stormlog.md §5 item 80).
+// null, and the report stays strict JSON.
 func TestNonFiniteSamples(t *testing.T) {
 	pre := setValue(t, preText, `vllm:kv_cache_usage_perc`+regexpQuote(labels0), "NaN")
 	post := setValue(t, postText, `vllm:kv_cache_usage_perc`+regexpQuote(labels0), "NaN")
 	post = setValue(t, post, `vllm:generation_tokens_total`+regexpQuote(labels0), "NaN")
 	post = setValue(t, post, `vllm:num_requests_running`+regexpQuote(labels0), "+Inf")
-	scrapes := window(t, pre, post)
-	blk := Telemetry(scrapes, []string{testCase}, nil)
+	scrapes := scrapeWindow(t, pre, post)
+	blk := VLLMTelemetry(scrapes, []string{testCase}, nil)
 	e := engine0(t, blk.Cases[testCase])
 	g := e.Gauges["kv_cache_usage"]
 	if st := g.Stats["_"]; g.State != StateUnresolved || st.State != ReasonNonFinite || st.Max != nil || st.NonFinite != 2 || st.Samples != 0 {
@@ -302,9 +295,9 @@ func isNaN(f interface{ MarshalJSON() ([]byte, error) }) bool {
 	return string(b) == `"NaN"`
 }
 
-// A retired name maps to its successor's field and is reported as retired
-// (stormlog.md §5 item 83); unknown series are listed and kept, optional
-// subsystems are optional_present (item 84).
+// A retired name maps to its successor's field and is reported as retired;
+// unknown series are listed and kept, optional subsystems are
+// optional_present.
 func TestRetiredUnknownAndOptionalSeries(t *testing.T) {
 	rename := func(text string) string {
 		text = strings.ReplaceAll(text, "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
@@ -314,7 +307,7 @@ func TestRetiredUnknownAndOptionalSeries(t *testing.T) {
 			"# TYPE vllm:kv_offload_bytes_total counter\nvllm:kv_offload_bytes_total{engine=\"0\"} 0.0\n"
 	}
 	pre, post := rename(preText), mustReplace(t, rename(postText), "vllm:brand_new_total{engine=\"0\"} 1.0", "vllm:brand_new_total{engine=\"0\"} 4.0")
-	scrapes := window(t, pre, post)
+	scrapes := scrapeWindow(t, pre, post)
 	d := scrapes[0].Discovery
 	if strings.Join(d.DeprecatedPresent, ",") != "vllm:gpu_cache_usage_perc,vllm:gpu_prefix_cache_queries_total" {
 		t.Errorf("deprecated_present %v", d.DeprecatedPresent)
@@ -325,7 +318,7 @@ func TestRetiredUnknownAndOptionalSeries(t *testing.T) {
 	if !setOf(d.Absent)["vllm:kv_cache_usage_perc"] {
 		t.Errorf("absent %v lacks the successor", d.Absent)
 	}
-	blk := Telemetry(scrapes, []string{testCase}, nil)
+	blk := VLLMTelemetry(scrapes, []string{testCase}, nil)
 	e := engine0(t, blk.Cases[testCase])
 	g := e.Gauges["kv_cache_usage"]
 	if g == nil || g.Native != "vllm:gpu_cache_usage_perc" || g.DeprecatedAliasOf == nil || *g.DeprecatedAliasOf != "vllm:kv_cache_usage_perc" {
@@ -346,7 +339,7 @@ func TestRetiredUnknownAndOptionalSeries(t *testing.T) {
 	if strings.Join(blk.Engine.UnknownSeries, ",") != "vllm:brand_new_total" || strings.Join(blk.Engine.OptionalPresent, ",") != "vllm:kv_offload_bytes_total" {
 		t.Errorf("summary %+v", blk.Engine)
 	}
-	text := renderText(t, blk)
+	text := renderVLLMText(t, blk)
 	for _, want := range []string{
 		"vLLM telemetry: retired series: vllm:gpu_cache_usage_perc (now vllm:kv_cache_usage_perc), vllm:gpu_prefix_cache_queries_total (now vllm:prefix_cache_queries_total)\n",
 		"vLLM telemetry: unknown series: vllm:brand_new_total\n",
@@ -358,13 +351,13 @@ func TestRetiredUnknownAndOptionalSeries(t *testing.T) {
 
 	// With both the retired name and its successor exposed, each keeps its own key.
 	both := preText + "# TYPE vllm:gpu_cache_usage_perc gauge\nvllm:gpu_cache_usage_perc{engine=\"0\"} 0.5\n"
-	e = engine0(t, CaseTelemetry(window(t, both, both), testCase))
+	e = engine0(t, VLLMCaseTelemetry(scrapeWindow(t, both, both), testCase))
 	if e.Gauges["kv_cache_usage"].Native != "vllm:kv_cache_usage_perc" || e.Gauges["vllm:gpu_cache_usage_perc"] == nil {
 		t.Errorf("gauges %v", keysOf(e.Gauges))
 	}
 }
 
-// Two engines are two blocks, never combined (stormlog.md §5 item 84).
+// Two engines are two blocks, never combined.
 func TestTwoEnginesAreNeverSummed(t *testing.T) {
 	// The second engine's sample belongs to the generation_tokens family
 	// already declared; append it right after that family's line instead.
@@ -373,7 +366,7 @@ func TestTwoEnginesAreNeverSummed(t *testing.T) {
 		i := strings.Index(text, "# HELP vllm:generation_tokens_created")
 		return text[:i] + line + text[i:]
 	}
-	b := CaseTelemetry(window(t, add(preText, "100.0"), add(postText, "150.0")), testCase)
+	b := VLLMCaseTelemetry(scrapeWindow(t, add(preText, "100.0"), add(postText, "150.0")), testCase)
 	if b.State != StateResolved || len(b.Engines) != 2 {
 		t.Fatalf("state %s engines %v", b.State, keysOf(b.Engines))
 	}
@@ -388,28 +381,28 @@ func TestTwoEnginesAreNeverSummed(t *testing.T) {
 	}
 }
 
-// The MFU state table (stormlog.md §4.3).
+// The MFU state table.
 func TestMFUStates(t *testing.T) {
 	flops := `vllm:estimated_flops_per_gpu_total` + regexpQuote(labels0)
 	advancing := setValue(t, postText, flops, "1e+15")
-	if m := engine0(t, CaseTelemetry(window(t, preText, advancing), testCase)).Derived.MFU; m.State != StateResolved || *m.EstimatedFlopsPerGPU != 1e15 || *m.EstimatedReadBytesPerGPU != 0 {
+	if m := engine0(t, VLLMCaseTelemetry(scrapeWindow(t, preText, advancing), testCase)).Derived.MFU; m.State != StateResolved || *m.EstimatedFlopsPerGPU != 1e15 || *m.EstimatedReadBytesPerGPU != 0 {
 		t.Errorf("advancing counters: %+v", m)
 	}
-	if m := engine0(t, CaseTelemetry(window(t, preText, preText), testCase)).Derived.MFU; m.State != StateResolved || m.Detail == nil || *m.EstimatedFlopsPerGPU != 0 {
+	if m := engine0(t, VLLMCaseTelemetry(scrapeWindow(t, preText, preText), testCase)).Derived.MFU; m.State != StateResolved || m.Detail == nil || *m.EstimatedFlopsPerGPU != 0 {
 		t.Errorf("no tokens, no flops: %+v", m)
 	}
 	reset := setValue(t, preText, flops, "5.0")
-	m := engine0(t, CaseTelemetry(window(t, reset, postText), testCase)).Derived.MFU
+	m := engine0(t, VLLMCaseTelemetry(scrapeWindow(t, reset, postText), testCase)).Derived.MFU
 	if m.State != StateUnresolved || m.Counters["estimated_flops_per_gpu"] != StateUnresolved || m.Counters["estimated_read_bytes_per_gpu"] != StateResolved {
 		t.Errorf("one counter reset: %+v", m)
 	}
 	noGen := dropLines(t, postText, `vllm:generation_tokens_total\{`)
-	m = engine0(t, CaseTelemetry(window(t, preText, noGen), testCase)).Derived.MFU
+	m = engine0(t, VLLMCaseTelemetry(scrapeWindow(t, preText, noGen), testCase)).Derived.MFU
 	if m.State != StateUnresolved || m.EstimatedFlopsPerGPU == nil || *m.EstimatedFlopsPerGPU != 0 {
 		t.Errorf("zero counters without a generation delta: %+v", m)
 	}
 	none := dropLines(t, dropLines(t, dropLines(t, preText, `vllm:estimated_flops`), `vllm:estimated_read`), `vllm:estimated_write`)
-	if m := engine0(t, CaseTelemetry(window(t, none, none), testCase)).Derived.MFU; m.State != ReasonSeriesMissing {
+	if m := engine0(t, VLLMCaseTelemetry(scrapeWindow(t, none, none), testCase)).Derived.MFU; m.State != ReasonSeriesMissing {
 		t.Errorf("no MFU series: %+v", m)
 	}
 }
@@ -417,7 +410,7 @@ func TestMFUStates(t *testing.T) {
 // Series without an engine label (vLLM V0) are reported under engine "_".
 func TestSeriesWithoutEngineLabel(t *testing.T) {
 	old := mustRead("vllm/datadog-integrations-core_vllm-0.4.3_v0_opt-125m.prom")
-	b := CaseTelemetry(window(t, old, old), testCase)
+	b := VLLMCaseTelemetry(scrapeWindow(t, old, old), testCase)
 	e := b.Engines[noEngine]
 	if e == nil || len(b.Engines) != 1 {
 		t.Fatalf("engines %v", keysOf(b.Engines))

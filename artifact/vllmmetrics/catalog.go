@@ -1,4 +1,4 @@
-package vllm
+package vllmmetrics
 
 import (
 	"math"
@@ -9,8 +9,7 @@ import (
 )
 
 // VerifiedVersion is the vLLM release the catalogue was checked against:
-// its source (vllm/v1/metrics/loggers.py) and the live 0.30.0 captures in
-// shared/fixtures/stormlog/vllm/.
+// its source (vllm/v1/metrics/loggers.py) and live captures of its /metrics.
 const VerifiedVersion = "0.30.0"
 
 // Prefix is the namespace of vLLM's own series.
@@ -24,7 +23,7 @@ const (
 )
 
 // Entry describes one vLLM family: its exposed name, the report field that
-// carries it, and what it means (stormlog.md §4.2, vllm.md §3.2).
+// carries it, and what it means.
 type Entry struct {
 	// Name is the exposed family name: counters with their "_total"
 	// ("vllm:prompt_tokens_total"), histograms without a suffix.
@@ -48,13 +47,14 @@ type Entry struct {
 	// of VerifiedVersion exposes. Such families are optional in artifact.ScrapeDiscovery.
 	Requires string
 	// Since is the first vLLM release or upstream change that exposes the
-	// family under this name, where known (vllm.md §3.2/§3.3).
+	// family under this name, where known.
 	Since string
 	// Provenance is "observed", or "estimated" for model-shape estimates.
 	Provenance string
 }
 
-// Retired is a name vLLM no longer exposes (vllm.md §3.3, stormlog.md §4.2).
+// Retired is a name vLLM no longer exposes: deprecated (its meaning lives
+// on under Successor) or removed (no successor).
 type Retired struct {
 	Name string
 	// Successor is the family that carries the same meaning now; "" when
@@ -124,8 +124,8 @@ var catalogue = []Entry{
 }
 
 // optionalPrefixes are optional subsystems the catalogue knows by prefix
-// only (stormlog.md §4.2): their families are listed as optional_present
-// and kept raw, never as unknown.
+// only: their families are listed as optional_present and kept raw, never
+// as unknown.
 var optionalPrefixes = []string{"vllm:kv_offload_", "vllm:spec_decode_", "vllm:diffusion_", "vllm:nixl_"}
 
 var retired = []Retired{
@@ -250,7 +250,7 @@ func ClassifyName(name string, families map[string]string) Class {
 		}
 		return ClassRemoved
 	}
-	if isStamp(name, families) {
+	if IsStamp(name, families) {
 		return ClassStamp
 	}
 	for _, p := range optionalPrefixes {
@@ -300,9 +300,10 @@ func stampParent(name string, families map[string]string) (string, bool) {
 	return "", false
 }
 
-// isStamp reports whether family is a "_created" gauge stamping another
-// family (of families when given, else of the catalogue).
-func isStamp(name string, families map[string]string) bool {
+// IsStamp reports whether name is a "_created" gauge (or untyped family)
+// stamping a counter, histogram or summary: of families (name → # TYPE)
+// when given, else of the catalogue.
+func IsStamp(name string, families map[string]string) bool {
 	if families != nil && families[name] != KindGauge && families[name] != "untyped" {
 		return false
 	}
@@ -310,8 +311,14 @@ func isStamp(name string, families map[string]string) bool {
 	return ok
 }
 
-// Discover compares one scrape with the catalogue without dropping anything
-// (stormlog.md §2.5 "discovery", §4.2).
+// Discover compares one scrape with the catalogue without dropping anything:
+// the catalogued families present, the unconditional ones absent
+// (Absent) and the optional ones absent (OptionalAbsent, with "<prefix>*"
+// for an optional subsystem known by prefix only that has no family), the
+// optional, deprecated, removed and unknown vllm: families present, the
+// engine and model_name label values of the vllm: series, and the
+// exporter's process start (ProcessStartNS; see processStartNS). Every list
+// is sorted, never nil.
 func Discover(c *artifact.ScrapeSeries) artifact.ScrapeDiscovery {
 	d := artifact.ScrapeDiscovery{VerifiedVLLMVersion: VerifiedVersion}
 	present, absent, optAbsent := map[string]bool{}, map[string]bool{}, map[string]bool{}
@@ -384,7 +391,8 @@ func prefixCatalogued(prefix string) bool {
 }
 
 // processStartNS reads the exporter's process_start_time_seconds: the
-// family's single series, finite and non-negative, as rounded nanoseconds.
+// family's single series, finite and in [0, 9e9] seconds, as rounded
+// nanoseconds; nil otherwise.
 func processStartNS(c *artifact.ScrapeSeries) *int64 {
 	vals := c.Values["process_start_time_seconds"]
 	if len(vals) != 1 {
@@ -401,8 +409,9 @@ func processStartNS(c *artifact.ScrapeSeries) *int64 {
 	return nil
 }
 
-// fieldNames returns the report fields of the catalogued names, sorted.
-func fieldNames(names []string) []string {
+// FieldsOf returns the report fields of the catalogued names among names,
+// sorted and without repeats; uncatalogued names are skipped.
+func FieldsOf(names []string) []string {
 	set := map[string]bool{}
 	for _, n := range names {
 		if e, ok := byName[n]; ok {
@@ -412,8 +421,8 @@ func fieldNames(names []string) []string {
 	return sortedKeys(set)
 }
 
-// catalogueFields returns every report field of the catalogue, sorted.
-func catalogueFields() []string {
+// Fields returns every report field of the catalogue, sorted.
+func Fields() []string {
 	out := make([]string, 0, len(catalogue))
 	for _, e := range catalogue {
 		out = append(out, e.Field)

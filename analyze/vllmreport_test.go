@@ -1,4 +1,4 @@
-package vllm
+package analyze
 
 import (
 	"encoding/json"
@@ -7,26 +7,28 @@ import (
 	"testing"
 
 	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/artifact/vllmmetrics"
+	"github.com/inferprobe/inferprobe/scrape/vllm"
 )
 
 func TestAbsentBlock(t *testing.T) {
-	b := Telemetry(nil, []string{"c1"}, []artifact.Capabilities{{Component: "nvml"}})
+	b := VLLMTelemetry(nil, []string{"c1"}, []artifact.Capabilities{{Component: "nvml"}})
 	if got := string(toJSON(t, b)); got != `{"status":"absent"}` {
 		t.Errorf("absent block %s", got)
 	}
 	var buf strings.Builder
-	if err := RenderText(&buf, b); err != nil || buf.Len() != 0 {
+	if err := RenderVLLMText(&buf, b); err != nil || buf.Len() != 0 {
 		t.Errorf("text %q", buf.String())
 	}
 	// A capability record alone (every scrape failed to be written) is collected.
-	b = Telemetry(nil, nil, []artifact.Capabilities{{Component: "vllm.metrics", Available: false}})
+	b = VLLMTelemetry(nil, nil, []artifact.Capabilities{{Component: "vllm.metrics", Available: false}})
 	raw := string(toJSON(t, b))
-	if b.Status != ReportCollected || !strings.Contains(raw, `"capabilities":{"vllm.metrics":{"available":false,"supported":[]`) || !strings.Contains(raw, `"cases":{}`) {
+	if b.Status != VLLMCollected || !strings.Contains(raw, `"capabilities":{"vllm.metrics":{"available":false,"supported":[]`) || !strings.Contains(raw, `"cases":{}`) {
 		t.Errorf("block %s", raw)
 	}
 }
 
-// FromArtifact reads the scrapes, measured windows and capabilities of an
+// VLLMBlockOf reads the scrapes, measured windows and capabilities of an
 // artifact written by artifact.Writer.
 func TestFromArtifact(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "run.jsonl")
@@ -34,13 +36,16 @@ func TestFromArtifact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newScraper(t, Config{URL: "http://127.0.0.1:8000/metrics"})
-	tally := TallyOf(window(t, preText, postText))
+	s, err := vllm.NewScraper(vllm.Config{URL: "http://127.0.0.1:8000/metrics", SessionID: "sess", RunID: "run-1", ClockDomain: "host/boot/unix_epoch_ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tally := vllmmetrics.TallyOf(scrapeWindow(t, preText, postText))
 	recs := []artifact.Record{
 		artifact.PhaseWindow{SessionID: "s", CaseID: testCase, Phase: "warmup"},
-		artifact.PhaseWindow{SessionID: "s", CaseID: testCase, Phase: MeasuredPhase},
-		artifact.PhaseWindow{SessionID: "s", CaseID: "c2", Phase: MeasuredPhase},
-		window(t, preText, postText)[0], window(t, preText, postText)[1],
+		artifact.PhaseWindow{SessionID: "s", CaseID: testCase, Phase: artifact.PhaseMeasured},
+		artifact.PhaseWindow{SessionID: "s", CaseID: "c2", Phase: artifact.PhaseMeasured},
+		scrapeWindow(t, preText, postText)[0], scrapeWindow(t, preText, postText)[1],
 		s.Capabilities(artifact.Context{RunID: "run-1", SessionID: "s", ClockDomain: "h/unix_epoch_ns", ClockKind: "wall", CollectionMode: "active", Provenance: "observed"}, tally),
 	}
 	for _, r := range recs {
@@ -55,7 +60,7 @@ func TestFromArtifact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := FromArtifact(a)
+	b, err := VLLMBlockOf(a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +83,7 @@ func TestFromArtifact(t *testing.T) {
 	}
 	raw := toJSON(t, b)
 	var generic map[string]any
-	if err := json.Unmarshal(raw, &generic); err != nil || generic["observation_scope"] != artifact.ScopeEngineAggregate || generic["note"] != Note {
+	if err := json.Unmarshal(raw, &generic); err != nil || generic["observation_scope"] != artifact.ScopeEngineAggregate || generic["note"] != VLLMNote {
 		t.Errorf("block %v", err)
 	}
 }

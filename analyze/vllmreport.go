@@ -1,4 +1,4 @@
-package vllm
+package analyze
 
 import (
 	"encoding/json"
@@ -6,50 +6,51 @@ import (
 	"strings"
 
 	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/artifact/vllmmetrics"
 )
 
-// Note is telemetry.vllm.note.
-const Note = "engine-aggregate evidence over every request the engine served in the window, other clients' traffic included; nothing here attributes GPU time to a request"
+// VLLMNote is telemetry.vllm.note.
+const VLLMNote = "engine-aggregate evidence over every request the engine served in the window, other clients' traffic included; nothing here attributes GPU time to a request"
 
 // Report statuses of telemetry.vllm.
 const (
-	ReportCollected = "collected"
-	ReportAbsent    = "absent"
+	VLLMCollected = "collected"
+	VLLMAbsent    = "absent"
 )
 
-// Block is the telemetry.vllm block of the analysis report (stormlog.md
-// §2.6): {"status":"absent"} when the artifact has no scrape and no vLLM
-// capability, otherwise the run-wide engine summary, the capability
-// records, and one CaseBlock per case.
-type Block struct {
+// VLLMBlock is the telemetry.vllm block of the analysis report:
+// {"status":"absent"} when the artifact has no scrape and no vLLM capability,
+// otherwise the run-wide engine summary, the capability records, and one
+// VLLMCaseBlock per case.
+type VLLMBlock struct {
 	Status           string `json:"status"`
 	ObservationScope string `json:"observation_scope"`
 	Note             string `json:"note"`
 	// Engine summarises every scrape of the run.
-	Engine *EngineSummary `json:"engine"`
+	Engine *VLLMEngineSummary `json:"engine"`
 	// Spans is the span summary, filled by the span join (absent when nil).
-	Spans any `json:"spans,omitempty"`
+	Spans *SpanSummary `json:"spans,omitempty"`
 	// Capabilities maps a vllm.* component to its record's content.
 	Capabilities map[string]CapabilitySummary `json:"capabilities"`
 	// Cases maps a case id to its block.
-	Cases map[string]*CaseBlock `json:"cases"`
+	Cases map[string]*VLLMCaseBlock `json:"cases"`
 }
 
 // MarshalJSON writes {"status":"absent"} for an absent block, every field
 // otherwise.
-func (b Block) MarshalJSON() ([]byte, error) {
-	if b.Status != ReportCollected {
+func (b VLLMBlock) MarshalJSON() ([]byte, error) {
+	if b.Status != VLLMCollected {
 		return json.Marshal(struct {
 			Status string `json:"status"`
 		}{b.Status})
 	}
-	type plain Block
+	type plain VLLMBlock
 	p := plain(b)
 	if p.Capabilities == nil {
 		p.Capabilities = map[string]CapabilitySummary{}
 	}
 	if p.Cases == nil {
-		p.Cases = map[string]*CaseBlock{}
+		p.Cases = map[string]*VLLMCaseBlock{}
 	}
 	return json.Marshal(p)
 }
@@ -63,8 +64,8 @@ type CapabilitySummary struct {
 	Metadata  map[string]any `json:"metadata"`
 }
 
-// EngineSummary is telemetry.vllm.engine: the run's scrapes as a whole.
-type EngineSummary struct {
+// VLLMEngineSummary is telemetry.vllm.engine: the run's scrapes as a whole.
+type VLLMEngineSummary struct {
 	// SourceURL is the first scrape's URL; null without scrapes.
 	SourceURL *string      `json:"source_url"`
 	Scrapes   ScrapeCounts `json:"scrapes"`
@@ -74,7 +75,7 @@ type EngineSummary struct {
 	// Epochs are runs of consecutive ok scrapes (client-clock order) that
 	// saw one exporter process start: one per exporter identity, a new one
 	// after each restart or each answer from another exporter.
-	Epochs []Epoch `json:"epochs"`
+	Epochs []ExporterEpoch `json:"epochs"`
 	// DeprecatedSeries are retired names with a successor seen on some
 	// scrape; DeprecatedSuccessors maps each to its successor.
 	DeprecatedSeries     []string          `json:"deprecated_series"`
@@ -93,20 +94,20 @@ type ScrapeCounts struct {
 	Failed int `json:"failed"`
 }
 
-// Epoch is one exporter identity's run of scrapes.
-type Epoch struct {
+// ExporterEpoch is one exporter identity's run of scrapes.
+type ExporterEpoch struct {
 	ProcessStartNS    *int64 `json:"process_start_ns"`
 	FirstObservedAtNS int64  `json:"first_observed_at_ns"`
 	LastObservedAtNS  int64  `json:"last_observed_at_ns"`
 	Scrapes           int    `json:"scrapes"`
 }
 
-// Telemetry builds the telemetry.vllm block from a run's scrapes (any
+// VLLMTelemetry builds the telemetry.vllm block from a run's scrapes (any
 // order), the case ids to report (each case's measured phase; see
-// CaseTelemetry), and the run's infer.capabilities records (those whose
+// VLLMCaseTelemetry), and the run's infer.capabilities records (those whose
 // component starts with "vllm." are kept). With no scrape and no vLLM
 // capability the block is {"status":"absent"}.
-func Telemetry(scrapes []artifact.VLLMScrape, caseIDs []string, caps []artifact.Capabilities) *Block {
+func VLLMTelemetry(scrapes []artifact.VLLMScrape, caseIDs []string, caps []artifact.Capabilities) *VLLMBlock {
 	capSummaries := map[string]CapabilitySummary{}
 	for _, c := range caps {
 		if strings.HasPrefix(c.Component, "vllm.") {
@@ -117,27 +118,27 @@ func Telemetry(scrapes []artifact.VLLMScrape, caseIDs []string, caps []artifact.
 		}
 	}
 	if len(scrapes) == 0 && len(capSummaries) == 0 {
-		return &Block{Status: ReportAbsent}
+		return &VLLMBlock{Status: VLLMAbsent}
 	}
-	b := &Block{
-		Status:           ReportCollected,
+	b := &VLLMBlock{
+		Status:           VLLMCollected,
 		ObservationScope: artifact.ScopeEngineAggregate,
-		Note:             Note,
-		Engine:           Summarize(scrapes),
+		Note:             VLLMNote,
+		Engine:           SummarizeScrapes(scrapes),
 		Capabilities:     capSummaries,
-		Cases:            map[string]*CaseBlock{},
+		Cases:            map[string]*VLLMCaseBlock{},
 	}
 	for _, id := range caseIDs {
-		b.Cases[id] = CaseTelemetry(scrapes, id)
+		b.Cases[id] = VLLMCaseTelemetry(scrapes, id)
 	}
 	return b
 }
 
-// FromArtifact builds the telemetry.vllm block of an artifact: its scrape
+// VLLMBlockOf builds the telemetry.vllm block of an artifact: its scrape
 // records, its vLLM capability records, and one case block per case with a
 // measured phase window (in window order). Errors: an undecodable scrape
 // record (wrapping artifact.ErrVLLMScrape).
-func FromArtifact(a *artifact.Artifact) (*Block, error) {
+func VLLMBlockOf(a *artifact.Artifact) (*VLLMBlock, error) {
 	scrapes, err := artifact.VLLMScrapes(a)
 	if err != nil {
 		return nil, err
@@ -145,12 +146,12 @@ func FromArtifact(a *artifact.Artifact) (*Block, error) {
 	var ids []string
 	seen := map[string]bool{}
 	for _, w := range a.PhaseWindows {
-		if w.Phase == MeasuredPhase && !seen[w.CaseID] {
+		if w.Phase == artifact.PhaseMeasured && !seen[w.CaseID] {
 			seen[w.CaseID] = true
 			ids = append(ids, w.CaseID)
 		}
 	}
-	return Telemetry(scrapes, ids, a.Capabilities), nil
+	return VLLMTelemetry(scrapes, ids, a.Capabilities), nil
 }
 
 func nonNil(s []string) []string {
@@ -160,15 +161,15 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// Summarize builds the engine summary of a run's scrapes.
-func Summarize(scrapes []artifact.VLLMScrape) *EngineSummary {
+// SummarizeScrapes builds the engine summary of a run's scrapes.
+func SummarizeScrapes(scrapes []artifact.VLLMScrape) *VLLMEngineSummary {
 	order := make([]*artifact.VLLMScrape, len(scrapes))
 	for i := range scrapes {
 		order[i] = &scrapes[i]
 	}
 	sort.SliceStable(order, func(i, j int) bool { return order[i].ObservedAtNS < order[j].ObservedAtNS })
-	t := NewTally()
-	s := &EngineSummary{Epochs: []Epoch{}, DeprecatedSuccessors: map[string]string{}}
+	t := vllmmetrics.NewTally()
+	s := &VLLMEngineSummary{Epochs: []ExporterEpoch{}, DeprecatedSuccessors: map[string]string{}}
 	if len(scrapes) > 0 {
 		s.SourceURL = artifact.Ptr(scrapes[0].SourceURL)
 	}
@@ -178,22 +179,18 @@ func Summarize(scrapes []artifact.VLLMScrape) *EngineSummary {
 			continue
 		}
 		ps := r.Discovery.ProcessStartNS
-		if n := len(s.Epochs); n > 0 && sameStart(s.Epochs[n-1].ProcessStartNS, ps) {
+		if n := len(s.Epochs); n > 0 && vllmmetrics.SameProcessStart(s.Epochs[n-1].ProcessStartNS, ps) {
 			s.Epochs[n-1].LastObservedAtNS = r.ObservedAtNS
 			s.Epochs[n-1].Scrapes++
 			continue
 		}
-		s.Epochs = append(s.Epochs, Epoch{ProcessStartNS: ps, FirstObservedAtNS: r.ObservedAtNS, LastObservedAtNS: r.ObservedAtNS, Scrapes: 1})
+		s.Epochs = append(s.Epochs, ExporterEpoch{ProcessStartNS: ps, FirstObservedAtNS: r.ObservedAtNS, LastObservedAtNS: r.ObservedAtNS, Scrapes: 1})
 	}
 	s.Scrapes = ScrapeCounts{OK: t.OK, Failed: t.Failed}
-	s.Engines, s.ModelNames = sortedKeys(t.engines), sortedKeys(t.models)
-	s.DeprecatedSeries, s.RemovedSeries = sortedKeys(t.deprecated), sortedKeys(t.removed)
-	s.UnknownSeries, s.OptionalPresent = sortedKeys(t.unknown), sortedKeys(t.optPresent)
-	s.OptionalAbsent, s.Absent = sortedKeys(t.optAbsent), sortedKeys(t.absent)
-	for _, n := range s.DeprecatedSeries {
-		if r, ok := LookupRetired(n); ok {
-			s.DeprecatedSuccessors[n] = r.Successor
-		}
-	}
+	s.Engines, s.ModelNames = t.Engines(), t.ModelNames()
+	s.DeprecatedSeries, s.RemovedSeries = t.Deprecated(), t.Removed()
+	s.UnknownSeries, s.OptionalPresent = t.Unknown(), t.OptionalPresent()
+	s.OptionalAbsent, s.Absent = t.OptionalAbsent(), t.Absent()
+	s.DeprecatedSuccessors = t.DeprecatedSuccessors()
 	return s
 }

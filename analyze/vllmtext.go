@@ -1,4 +1,4 @@
-package vllm
+package analyze
 
 import (
 	"fmt"
@@ -15,14 +15,14 @@ type SpanCounts struct {
 	Total, Joined int
 }
 
-// RenderText writes the text report's vLLM lines (stormlog.md §2.6): the
+// RenderVLLMText writes the text report's vLLM lines: the
 // summary lines, then for each case in id order a "case <id>:" line and its
 // case lines. Nothing is written for an absent block.
-func RenderText(w io.Writer, b *Block) error {
-	if b == nil || b.Status != ReportCollected {
+func RenderVLLMText(w io.Writer, b *VLLMBlock) error {
+	if b == nil || b.Status != VLLMCollected {
 		return nil
 	}
-	if err := RenderSummaryText(w, b, nil); err != nil {
+	if err := RenderVLLMSummary(w, b, nil); err != nil {
 		return err
 	}
 	ids := make([]string, 0, len(b.Cases))
@@ -34,14 +34,14 @@ func RenderText(w io.Writer, b *Block) error {
 		if _, err := fmt.Fprintf(w, "case %s:\n", id); err != nil {
 			return err
 		}
-		if err := RenderCaseText(w, b.Cases[id]); err != nil {
+		if err := RenderVLLMCase(w, b.Cases[id]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// RenderSummaryText writes the run-wide lines:
+// RenderVLLMSummary writes the run-wide lines:
 //
 //	vLLM telemetry: 4 scrapes ok, 0 failed; engine label(s) 0; engine-aggregate, no per-request attribution
 //	vLLM telemetry: the server restarted 1 time during the run
@@ -50,8 +50,8 @@ func RenderText(w io.Writer, b *Block) error {
 //	vLLM telemetry: unknown series: …
 //
 // spans (optional) adds "spans N (M joined)" to the first line.
-func RenderSummaryText(w io.Writer, b *Block, spans *SpanCounts) error {
-	if b == nil || b.Status != ReportCollected || b.Engine == nil {
+func RenderVLLMSummary(w io.Writer, b *VLLMBlock, spans *SpanCounts) error {
+	if b == nil || b.Status != VLLMCollected || b.Engine == nil {
 		return nil
 	}
 	e := b.Engine
@@ -86,14 +86,14 @@ func RenderSummaryText(w io.Writer, b *Block, spans *SpanCounts) error {
 	return writeLines(w, lines)
 }
 
-// RenderCaseText writes a case's lines, indented by two spaces:
+// RenderVLLMCase writes a case's lines, indented by two spaces:
 //
 //	vllm: unresolved (engine_restart)
 //	vllm engine 0: waiting max 3 mean 1.20; running max 8; preemptions 0; kv usage max 4.2% (4,504 of 107,233 blocks); prefix hits 0 of 16,384 tokens; queue time mean 8.11 ms over 32 requests; 1,260.31 prompt and 315.08 generated tok/s over 13.00 s (incl. drain)
 //	vllm engine 0: unresolved fields: counter_reset (generation_tokens, prompt_tokens)
 //
 // "n/a" stands for a value that is unresolved or absent.
-func RenderCaseText(w io.Writer, c *CaseBlock) error {
+func RenderVLLMCase(w io.Writer, c *VLLMCaseBlock) error {
 	if c == nil {
 		return nil
 	}
@@ -116,7 +116,7 @@ func RenderCaseText(w io.Writer, c *CaseBlock) error {
 }
 
 // engineOrder sorts engine labels numerically where they are numbers.
-func engineOrder(m map[string]*EngineBlock) []string {
+func engineOrder(m map[string]*VLLMEngineBlock) []string {
 	ids := make([]string, 0, len(m))
 	for id := range m {
 		ids = append(ids, id)
@@ -144,7 +144,7 @@ func sortedReasonKeys(m map[string][]string) []string {
 	return out
 }
 
-func engineLine(eb *EngineBlock) string {
+func engineLine(eb *VLLMEngineBlock) string {
 	waiting := gaugeStats(eb, "queue_depth")
 	running := gaugeStats(eb, "running_requests")
 	kv := eb.Derived.KVCache
@@ -164,19 +164,19 @@ func engineLine(eb *EngineBlock) string {
 	r := eb.Derived.Rates
 	p := eb.Derived.PrefixCache
 	parts := []string{
-		fmt.Sprintf("waiting max %s mean %s", num(waiting.Max), num(waiting.Mean)),
-		fmt.Sprintf("running max %s", num(running.Max)),
-		fmt.Sprintf("preemptions %s", num(resolvedDelta(eb, "preemptions"))),
+		fmt.Sprintf("waiting max %s mean %s", vllmNum(waiting.Max), vllmNum(waiting.Mean)),
+		fmt.Sprintf("running max %s", vllmNum(running.Max)),
+		fmt.Sprintf("preemptions %s", vllmNum(resolvedDelta(eb, "preemptions"))),
 		kvText,
-		fmt.Sprintf("prefix hits %s of %s tokens", num(p.Hits), num(p.Queries)),
-		fmt.Sprintf("queue time mean %s ms over %s requests", num(queueMean), num(queueCount)),
-		fmt.Sprintf("%s prompt and %s generated tok/s over %s s (incl. drain)", num(r.PromptTokensPerSecond), num(r.GenerationTokensPerSecond), fixed2(r.WindowSeconds)),
+		fmt.Sprintf("prefix hits %s of %s tokens", vllmNum(p.Hits), vllmNum(p.Queries)),
+		fmt.Sprintf("queue time mean %s ms over %s requests", vllmNum(queueMean), vllmNum(queueCount)),
+		fmt.Sprintf("%s prompt and %s generated tok/s over %s s (incl. drain)", vllmNum(r.PromptTokensPerSecond), vllmNum(r.GenerationTokensPerSecond), fixed2(r.WindowSeconds)),
 	}
 	return strings.Join(parts, "; ")
 }
 
 // gaugeStats returns a gauge's statistics without extra labels.
-func gaugeStats(eb *EngineBlock, field string) GaugeStats {
+func gaugeStats(eb *VLLMEngineBlock, field string) GaugeStats {
 	if g := eb.Gauges[field]; g != nil {
 		return g.Stats["_"]
 	}
@@ -186,7 +186,7 @@ func gaugeStats(eb *EngineBlock, field string) GaugeStats {
 // num formats a value: "n/a" when nil; integral values with thousands
 // separators; others with two decimals below 1,000, else rounded with
 // separators.
-func num(v *float64) string {
+func vllmNum(v *float64) string {
 	if v == nil || !finite(*v) {
 		return "n/a"
 	}
