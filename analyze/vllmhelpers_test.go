@@ -15,7 +15,7 @@ import (
 )
 
 const (
-	fixtureDir = "../../shared/fixtures"
+	fixtureDir = "testdata"
 	testCase   = "c8_in512_out128"
 )
 

@@ -11,7 +11,7 @@ import (
 )
 
 // fixtureDir holds the captured /metrics expositions the catalogue is checked against.
-const fixtureDir = "../../../shared/fixtures"
+const fixtureDir = "testdata"
 
 func mustRead(t *testing.T, rel string) string {
 	t.Helper()
