@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 )
 
+// seqState is where a sequence is: waiting for admission, running in the batch, or done.
 type seqState uint8
 
 const (
