@@ -7,10 +7,12 @@ import (
 	"github.com/inferprobe/inferprobe/artifact"
 )
 
-// SpanOf is the join's view of a recorded span: its ids, name, gen_ai.request.id, content
-// digest (artifact.VLLMSpan.ContentDigest) and attributes (shared, not copied).
+// SpanOf is the join's view of a recorded span: its ids, name, gen_ai.request.id and
+// attributes (shared, not copied), and the record itself, whose content digest
+// (artifact.VLLMSpan.ContentDigest) is computed only when a re-delivery of the same ids must
+// be compared with it. The record must not change afterwards.
 func SpanOf(s *artifact.VLLMSpan) Span {
-	js := Span{Name: s.Name, Digest: s.ContentDigest(), Attributes: s.Attributes}
+	js := Span{Name: s.Name, Attributes: s.Attributes, rec: s}
 	if s.TraceID != nil {
 		js.TraceID = *s.TraceID
 	}
@@ -45,12 +47,12 @@ func RequestOf(r *artifact.Request) (Request, bool) {
 // run's report uses. Live is safe for concurrent use.
 type Live struct {
 	mu    sync.Mutex
-	reqs  []Request
-	spans []Span
+	reqs  []Request            // the sent requests' join keys (not the records)
+	spans []*artifact.VLLMSpan // by reference: a span's attributes are its evidence
 }
 
-// Add adds a *artifact.Request (sent ones only) or a *artifact.VLLMSpan; other records are
-// ignored.
+// Add adds a *artifact.Request (its join keys, when it was sent) or a *artifact.VLLMSpan
+// (kept by reference: it must not change afterwards); other records are ignored.
 func (l *Live) Add(rec artifact.Record) {
 	switch v := rec.(type) {
 	case *artifact.Request:
@@ -60,9 +62,8 @@ func (l *Live) Add(rec artifact.Record) {
 			l.mu.Unlock()
 		}
 	case *artifact.VLLMSpan:
-		js := SpanOf(v)
 		l.mu.Lock()
-		l.spans = append(l.spans, js)
+		l.spans = append(l.spans, v)
 		l.mu.Unlock()
 	}
 }
@@ -70,8 +71,13 @@ func (l *Live) Add(rec artifact.Record) {
 // Result is Spans over the requests and spans added so far.
 func (l *Live) Result() Result {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return Spans(l.reqs, l.spans)
+	reqs, spans := l.reqs[:len(l.reqs):len(l.reqs)], l.spans
+	l.mu.Unlock()
+	js := make([]Span, len(spans))
+	for i, s := range spans {
+		js[i] = SpanOf(s)
+	}
+	return Spans(reqs, js)
 }
 
 // Router decides which of the runs accepting spans a delivered span belongs to (the daemon,

@@ -36,11 +36,22 @@ type Span struct {
 	// GenAIRequestID is the gen_ai.request.id attribute, "" when absent or not a string.
 	GenAIRequestID string
 	// Digest identifies the span's content: two deliveries of one (trace_id, span_id) with
-	// equal digests are the same span re-delivered.
+	// equal digests are the same span re-delivered. When it is "" and the span came from a
+	// record (SpanOf), the record's ContentDigest is taken, only if a second delivery of the
+	// same ids needs the comparison.
 	Digest string
+	rec    *artifact.VLLMSpan
 	// Attributes are the span's attributes (gen_ai.latency.* in seconds); they become the
 	// request's server evidence when it joins.
 	Attributes map[string]any
+}
+
+// digest returns Digest, computing it from the span's record the first time.
+func (s *Span) digest() string {
+	if s.Digest == "" && s.rec != nil {
+		s.Digest = s.rec.ContentDigest()
+	}
+	return s.Digest
 }
 
 // Request is what the join needs of one recorded request.
@@ -133,7 +144,7 @@ func (res *Result) dedupe(spans []Span) []*delivery {
 			k.pos = i + 1
 		}
 		if e, ok := unique[k]; ok {
-			if e.span.Digest == s.Digest {
+			if e.span.digest() == s.digest() {
 				res.Duplicates++
 			} else {
 				res.ConflictingDuplicates++
