@@ -1,6 +1,12 @@
-// Package artifact defines inferprobe's JSONL artifact: one Go type per record
-// (event_type + schema_version), a durable single-goroutine writer, and a
-// streaming reader.
+// Package artifact defines inferprobe's records and where they go: one Go type
+// per record (event_type + schema_version) — every record a producer emits is
+// one of them —, the Sink interface that every consumer of records implements,
+// the one Fanout that hands each record to every sink, the durable
+// single-goroutine Writer of the JSONL artifact (the first sink of every run),
+// and a streaming reader. Transient records (RequestSent, RunJudgement) reach
+// live sinks only; the Writer skips them. The client metric definitions (TTFT,
+// e2e, TPOT and their from-intended forms) are computed here, on the request
+// record (Request.ClientMetric), for every reader.
 //
 // The record names and fields are those of Stormlog's `infer` JSONL artifact,
 // whose rules are:
