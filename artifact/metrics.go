@@ -50,7 +50,7 @@ func msValue(v *float64, reason string) MetricValue {
 // ClientMetric computes one client metric of the request — the one definition that SLO
 // judgement, the report's quantiles and the live exporter read:
 //
-//   - client.ttft: ttft_ms (send → first non-empty content or reasoning delta);
+//   - client.ttft: ttft_ms (send → first non-empty content, reasoning or tool-call delta);
 //   - client.ttft_from_intended: ttft_ms + dispatch_lag_ms (from the scheduled arrival);
 //   - client.e2e: e2e_latency_ms (send → end of stream);
 //   - client.e2e_from_intended: ended_at_ns − intended_at_ns;

@@ -45,8 +45,8 @@ type Request struct {
 	// E2ELatencyMS is send → end of response (after [DONE] when streaming);
 	// null for dropped/cancelled requests.
 	E2ELatencyMS *float64 `json:"e2e_latency_ms"`
-	// TTFTMS is send → first non-empty content or reasoning delta; null
-	// without streaming or without content.
+	// TTFTMS is send → first non-empty content, reasoning or tool-call
+	// delta; null without streaming or without output.
 	TTFTMS *float64 `json:"ttft_ms"`
 	// FirstChunkLatencyMS is send → first SSE data event.
 	FirstChunkLatencyMS *float64 `json:"first_chunk_latency_ms"`
@@ -89,9 +89,9 @@ type Request struct {
 	// X-Request-Id; null for a request never sent.
 	TraceID *string `json:"trace_id"`
 	// FirstAnswerMS is an inferprobe addition to the Stormlog v1 record: send
-	// → first non-empty non-reasoning content delta, in ms, when the model
-	// streamed reasoning first (time to first answer token); null otherwise
-	// or when no answer content arrived.
+	// → first non-empty non-reasoning content (or tool-call) delta, in ms,
+	// when the model streamed reasoning first (time to first answer token);
+	// null otherwise or when no answer arrived.
 	FirstAnswerMS *float64 `json:"first_answer_ms"`
 }
 

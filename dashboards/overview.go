@@ -74,7 +74,7 @@ func overviewSLO(bd *board) {
 func overviewLatency(bd *board) {
 	bd.row("Latency (client side, measured phase only)")
 	bd.add(ts(bd, "TTFT percentiles",
-		"Time to first token: send → first non-empty content (or reasoning) delta. histogram_quantile over the rate of inferprobe_ttft_seconds_bucket; buckets include every configured SLO threshold exactly. Exemplars carry request_id and trace_id.",
+		"Time to first token: send → first non-empty content (or reasoning, or tool-call) delta. histogram_quantile over the rate of inferprobe_ttft_seconds_bucket; buckets include every configured SLO threshold exactly. Exemplars carry request_id and trace_id.",
 		"s", half,
 		probePercentiles("inferprobe_ttft_seconds", true)...).
 		Min(0))

@@ -85,7 +85,7 @@ var tokenBuckets = []float64{0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.
 var lagBuckets = []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5}
 
 var histogramDefs = []histogramDef{
-	{KeyTTFT, "inferprobe_ttft_seconds", "Time to first token: send to the first non-empty content or reasoning delta (streaming, successful requests).", latencyBuckets},
+	{KeyTTFT, "inferprobe_ttft_seconds", "Time to first token: send to the first non-empty content, reasoning or tool-call delta (streaming, successful requests).", latencyBuckets},
 	{KeyTTFTFromIntended, "inferprobe_ttft_from_intended_seconds", "TTFT measured from the scheduled arrival (coordinated-omission safe): TTFT + dispatch lag.", latencyBuckets},
 	{KeyE2E, "inferprobe_e2e_seconds", "End-to-end latency: send to the end of the response (after [DONE] when streaming), successful requests.", latencyBuckets},
 	{KeyE2EFromIntended, "inferprobe_e2e_from_intended_seconds", "End-to-end latency from the scheduled arrival (coordinated-omission safe), successful requests.", latencyBuckets},

@@ -52,7 +52,10 @@ func (s *stream) readJSON(body io.Reader, r *Result, onReadErr func(error)) {
 		u := s.w.Usage.u
 		r.Usage = &u
 	}
-	r.Outcome = OK
-	r.NoContent = !token
 	r.Text = string(s.text)
+	if !token {
+		r.failNoContent()
+		return
+	}
+	r.Outcome = OK
 }

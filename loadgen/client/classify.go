@@ -19,6 +19,17 @@ func (r *Result) fail(o Outcome, typ, msg string) {
 	r.Outcome, r.ErrorType, r.ErrorMessage = o, typ, boundMessage(msg)
 }
 
+// failNoContent turns a complete answer (OK) that carried no output — no content, legacy
+// text, reasoning or tool call — into an Error of type ErrTypeNoContent, naming its
+// finish_reason when it had one.
+func (r *Result) failNoContent() {
+	msg := "the answer completed without content, reasoning or tool calls"
+	if r.FinishReason != "" {
+		msg += " (finish_reason " + r.FinishReason + ")"
+	}
+	r.fail(Error, ErrTypeNoContent, msg)
+}
+
 // classifyStatus decides the outcome of a response whose status alone decides it: Rejected
 // for 429 and 503, Error for a redirect (never followed; its Location named without
 // credentials, query or fragment) and for any other status outside 2xx. It reports whether

@@ -12,9 +12,12 @@
 //     readable in one burst queue behind each other on a small host — is not measured as
 //     latency; such a time keeps a monotonic reading shifted by the same amount.
 //   - First chunk = the first SSE data event ([DONE] excluded); TTFT (FirstToken) = the first
-//     event with non-empty content or reasoning text, never a role-only chunk; FirstAnswer =
-//     the first event with non-empty (non-reasoning) content; End = [DONE], else the end of
-//     the body, else the failure.
+//     event with output: non-empty content or reasoning text, or a tool call (a non-empty
+//     tool_calls array), never a role-only chunk; FirstAnswer = the first event with non-empty
+//     (non-reasoning) content or a tool call; End = [DONE], else the end of the body, else
+//     the failure.
+//   - An answer succeeds (OK) only with output: a complete stream or JSON body without any
+//     content, reasoning or tool call is an Error of type ErrTypeNoContent.
 //
 // Connection handling: HTTP/1.1 only (one request per connection, so a reset concerns
 // exactly one request), keep-alive reuse with an idle pool sized to the load, proxies from
@@ -214,10 +217,10 @@ type Result struct {
 	WroteAt                 time.Time // request fully written (httptrace WroteRequest)
 	FirstByte               time.Time // first response byte (httptrace GotFirstResponseByte)
 	FirstChunk              time.Time // first SSE data event, [DONE] excluded (zero for JSON bodies)
-	FirstToken              time.Time // first event with non-empty content or reasoning (TTFT)
-	FirstAnswer             time.Time // first event with non-empty content, reasoning excluded
-	// TokenChunks holds the arrival time of every data event that carried non-empty content
-	// or reasoning, in order (chunk-level: an event may carry several tokens).
+	FirstToken              time.Time // first event with content, reasoning or a tool call (TTFT)
+	FirstAnswer             time.Time // first event with content or a tool call, reasoning excluded
+	// TokenChunks holds the arrival time of every data event that carried non-empty content,
+	// reasoning or a tool call, in order (chunk-level: an event may carry several tokens).
 	TokenChunks []time.Time
 	// ChunkCount counts SSE data events except [DONE] and whitespace-only data (role, content,
 	// usage and error chunks); CommentCount counts SSE comment lines (keep-alives).
@@ -227,12 +230,11 @@ type Result struct {
 
 	FinishReason string // the last non-empty finish_reason seen
 	Usage        *Usage // nil when the server sent no usage
-	// Text is the concatenated content and reasoning text (for fallback token counts), at
-	// most Options.MaxTextBytes; TextTruncated says the cap cut it.
+	// Text is the concatenated content and reasoning text (for fallback token counts; tool
+	// call arguments are not included), at most Options.MaxTextBytes; TextTruncated says the
+	// cap cut it.
 	Text          string
 	TextTruncated bool
-	// NoContent: the answer completed (OK) but carried no content or reasoning text at all.
-	NoContent bool
 }
 
 // errCallTimeout is the cause of the per-call context when its timeout fired.

@@ -31,7 +31,7 @@ var fixtureWant = []struct {
 func checkFixture(t *testing.T, r Result, i int) {
 	t.Helper()
 	w := fixtureWant[i]
-	if r.Outcome != OK || r.ErrorType != "" || !r.SawDone || r.NoContent {
+	if r.Outcome != OK || r.ErrorType != "" || !r.SawDone {
 		t.Fatalf("%s: outcome %q %q %q done=%v", w.file, r.Outcome, r.ErrorType, r.ErrorMessage, r.SawDone)
 	}
 	if r.ChunkCount != w.chunks || len(r.TokenChunks) != w.tokenChunks {
@@ -150,7 +150,7 @@ func TestNonStreamingFixture(t *testing.T) {
 	c := New(Options{})
 	for _, stream := range []bool{false, true} { // a JSON answer to a streaming call is read as JSON
 		r := c.Do(context.Background(), call(srv.URL, stream))
-		if r.Outcome != OK || r.HTTPStatus != 200 || r.FinishReason != "length" || r.NoContent {
+		if r.Outcome != OK || r.ErrorType != "" || r.HTTPStatus != 200 || r.FinishReason != "length" {
 			t.Fatalf("%+v", shapeOf(r))
 		}
 		if r.Text != " that yes i g f that yes uv av a g u yes g" {
@@ -169,18 +169,21 @@ func TestNonStreamingFixture(t *testing.T) {
 }
 
 func TestNonStreamingBodies(t *testing.T) {
+	const noContentMsg = "the answer completed without content, reasoning or tool calls (finish_reason stop)"
 	for _, tc := range []struct {
 		name, body string
 		outcome    Outcome
 		typ, msg   string
-		noContent  bool
+		text       string
 	}{
-		{"error object in 200", `{"error":{"message":"bad things","type":"InternalServerError","code":500}}`, Error, ErrTypeResponseError, "error object in the answer: bad things", false},
-		{"no choices", `{"id":"x","choices":[]}`, Error, ErrTypeInvalidResponse, "the JSON answer has no choices", false},
-		{"empty content", `{"choices":[{"message":{"role":"assistant","content":""},"finish_reason":"stop"}]}`, OK, "", "", true},
-		{"null content", `{"choices":[{"message":{"role":"assistant","content":null},"finish_reason":"stop"}]}`, OK, "", "", true},
-		{"reasoning only", `{"choices":[{"message":{"content":null,"reasoning_content":"hmm"},"finish_reason":"length"}]}`, OK, "", "", false},
-		{"invalid JSON", `{"choices":[`, Error, ErrTypeInvalidJSON, "", false},
+		{"error object in 200", `{"error":{"message":"bad things","type":"InternalServerError","code":500}}`, Error, ErrTypeResponseError, "error object in the answer: bad things", ""},
+		{"no choices", `{"id":"x","choices":[]}`, Error, ErrTypeInvalidResponse, "the JSON answer has no choices", ""},
+		{"empty content", `{"choices":[{"message":{"role":"assistant","content":""},"finish_reason":"stop"}]}`, Error, ErrTypeNoContent, noContentMsg, ""},
+		{"null content", `{"choices":[{"message":{"role":"assistant","content":null},"finish_reason":"stop"}]}`, Error, ErrTypeNoContent, noContentMsg, ""},
+		{"empty tool_calls is no content", `{"choices":[{"message":{"role":"assistant","content":"","tool_calls":[ ]},"finish_reason":"stop"}]}`, Error, ErrTypeNoContent, noContentMsg, ""},
+		{"tool calls only", `{"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`, OK, "", "", ""},
+		{"reasoning only", `{"choices":[{"message":{"content":null,"reasoning_content":"hmm"},"finish_reason":"length"}]}`, OK, "", "", "hmm"},
+		{"invalid JSON", `{"choices":[`, Error, ErrTypeInvalidJSON, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -188,7 +191,7 @@ func TestNonStreamingBodies(t *testing.T) {
 				_, _ = io.WriteString(w, tc.body)
 			})
 			r := New(Options{}).Do(context.Background(), call(srv.URL, false))
-			if r.Outcome != tc.outcome || r.ErrorType != tc.typ || r.NoContent != tc.noContent || r.HTTPStatus != 200 {
+			if r.Outcome != tc.outcome || r.ErrorType != tc.typ || r.HTTPStatus != 200 || r.Text != tc.text {
 				t.Fatalf("%+v", shapeOf(r))
 			}
 			if tc.msg != "" && r.ErrorMessage != tc.msg {
@@ -209,7 +212,6 @@ func TestStreamCases(t *testing.T) {
 		text        string
 		tokenChunks int
 		chunks      int
-		noContent   bool
 		done        bool
 		comments    int
 		usage       *Usage
@@ -220,8 +222,13 @@ func TestStreamCases(t *testing.T) {
 		{name: "usage chunk with empty choices", frames: []string{chunk(content("a"), ""), chunk(`{"content":""}`, "length"), usageFrame, doneFrame},
 			outcome: OK, finish: "length", text: "a", tokenChunks: 1, chunks: 3, done: true, usage: &Usage{5, 2, 7}, answerAt: 0},
 		{name: "no content at all", frames: []string{chunk(roleChunk, ""), chunk(`{"content":""}`, "stop"), doneFrame},
-			outcome: OK, finish: "stop", chunks: 2, noContent: true, done: true, answerAt: -1},
-		{name: "only DONE", frames: []string{doneFrame}, outcome: OK, noContent: true, done: true, answerAt: -1},
+			outcome: Error, typ: ErrTypeNoContent, msgContains: "the answer completed without content, reasoning or tool calls (finish_reason stop)",
+			finish: "stop", chunks: 2, done: true, answerAt: -1},
+		{name: "role chunk then an empty delta with finish_reason", frames: []string{chunk(roleChunk, ""), chunk(`{}`, "stop"), doneFrame},
+			outcome: Error, typ: ErrTypeNoContent, msgContains: "without content, reasoning or tool calls", finish: "stop", chunks: 2, done: true, answerAt: -1},
+		{name: "no content, finish_reason without DONE", frames: []string{chunk(roleChunk, ""), chunk(`{}`, "length")},
+			outcome: Error, typ: ErrTypeNoContent, msgContains: "(finish_reason length)", finish: "length", chunks: 2, answerAt: -1},
+		{name: "only DONE", frames: []string{doneFrame}, outcome: Error, typ: ErrTypeNoContent, msgContains: "without content, reasoning or tool calls", done: true, answerAt: -1},
 		{name: "reasoning_content first", frames: []string{chunk(roleChunk, ""), chunk(`{"reasoning_content":"Let me"}`, ""), chunk(`{"reasoning_content":" think"}`, ""), chunk(content("42"), ""), chunk(`{}`, "stop"), doneFrame},
 			outcome: OK, finish: "stop", text: "Let me think42", tokenChunks: 3, chunks: 5, done: true, answerAt: 2},
 		{name: "reasoning field", frames: []string{chunk(`{"reasoning":"r"}`, ""), chunk(content("c"), "stop"), doneFrame},
@@ -267,8 +274,12 @@ func TestStreamCases(t *testing.T) {
 			outcome: OK, finish: "length", text: "ab", tokenChunks: 1, chunks: 1, done: true, answerAt: 0},
 		{name: "legacy completions text", frames: []string{`data: {"choices":[{"index":0,"text":"t","finish_reason":"stop"}]}` + "\n\n", doneFrame},
 			outcome: OK, finish: "stop", text: "t", tokenChunks: 1, chunks: 1, done: true, answerAt: 0},
-		{name: "tool call chunk carries no text", frames: []string{chunk(`{"content":null,"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}`, "tool_calls"), doneFrame},
-			outcome: OK, finish: "tool_calls", chunks: 1, noContent: true, done: true, answerAt: -1},
+		{name: "tool calls are content", frames: []string{chunk(roleChunk, ""),
+			chunk(`{"content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":""}}]}`, ""),
+			chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}`, "tool_calls"), doneFrame},
+			outcome: OK, finish: "tool_calls", tokenChunks: 2, chunks: 3, done: true, answerAt: 0},
+		{name: "an empty tool_calls array is not content", frames: []string{chunk(`{"role":"assistant","content":"","tool_calls":[]}`, ""), chunk(`{}`, "stop"), doneFrame},
+			outcome: Error, typ: ErrTypeNoContent, finish: "stop", chunks: 2, done: true, answerAt: -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newServer(t, sseFrames(tc.frames...))
@@ -279,8 +290,8 @@ func TestStreamCases(t *testing.T) {
 			if !strings.Contains(r.ErrorMessage, tc.msgContains) {
 				t.Fatalf("message %q lacks %q", r.ErrorMessage, tc.msgContains)
 			}
-			if r.FinishReason != tc.finish || r.Text != tc.text || r.NoContent != tc.noContent || r.SawDone != tc.done {
-				t.Fatalf("finish %q text %q noContent %v done %v", r.FinishReason, r.Text, r.NoContent, r.SawDone)
+			if r.FinishReason != tc.finish || r.Text != tc.text || r.SawDone != tc.done {
+				t.Fatalf("finish %q text %q done %v", r.FinishReason, r.Text, r.SawDone)
 			}
 			if len(r.TokenChunks) != tc.tokenChunks || r.ChunkCount != tc.chunks || r.CommentCount != tc.comments {
 				t.Fatalf("token chunks %d chunks %d comments %d", len(r.TokenChunks), r.ChunkCount, r.CommentCount)

@@ -36,6 +36,8 @@ func FuzzStream(f *testing.F) {
 	f.Add([]byte(`data: {"error":{"message":"x"}}`+"\n\n"), uint64(3))
 	f.Add([]byte("event: error\ndata: oops\n\n"), uint64(4))
 	f.Add([]byte(`data: {"choices":[{"delta":{"content":"a\u00e9"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1}}`+"\r\n\r\n"), uint64(5))
+	f.Add([]byte(chunk(roleChunk, "")+chunk(`{}`, "stop")+doneFrame), uint64(6))
+	f.Add([]byte(chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}`, "tool_calls")+doneFrame), uint64(7))
 	c := New(Options{MaxLineBytes: 1 << 12, MaxTextBytes: 64})
 	f.Fuzz(func(t *testing.T, body []byte, seed uint64) {
 		want := shapeOf(readMem(c, &chunkReader{chunks: [][]byte{body}}))
@@ -45,7 +47,9 @@ func FuzzStream(f *testing.F) {
 		if want.Outcome == OK && !want.SawDone && want.FinishReason == "" {
 			t.Fatal("OK without [DONE] or finish_reason")
 		}
-		if want.HasFirstToken != (want.TokenChunks > 0) || (want.Outcome == OK && want.NoContent == want.HasFirstToken) {
+		// A stream succeeds only with content: an answer without any is no_content.
+		if want.HasFirstToken != (want.TokenChunks > 0) || (want.Outcome == OK) != (want.ErrorType == "" && want.HasFirstToken) ||
+			(want.ErrorType == ErrTypeNoContent && want.HasFirstToken) {
 			t.Fatalf("inconsistent: %+v", want)
 		}
 		r := rand.New(rand.NewPCG(seed, 7))
@@ -82,6 +86,7 @@ func FuzzDecodeChunk(f *testing.F) {
 		`{"error":{"message":"x"},"object":"error","message":"m"}`, `null`, `[1]`, `"s"`, `{"choices":{}}`,
 		`{"choices":[null,{"delta":null,"message":{"content":null}}]}`, `{"a":[[[[]]]],"b":1e-5}`,
 		`{"choices":[{"delta":{"content":"\ud800"}}]}` + " \n", "{\"x\":\"\xff\"}", `{"x":tru}`,
+		`{"choices":[{"delta":{"tool_calls":[{"index":0}]},"message":{"Tool_Calls":[ ]}}]}`, `{"choices":[{"delta":{"tool_calls":{}}}]}`,
 	} {
 		f.Add([]byte(s))
 	}

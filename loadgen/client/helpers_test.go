@@ -203,7 +203,7 @@ type shape struct {
 	HasFirstChunk, HasFirstToken  bool
 	HasFirstAnswer                bool
 	TokenChunks, Chunks, Comments int
-	SawDone, NoContent, TextTrunc bool
+	SawDone, TextTrunc            bool
 	FinishReason, Text            string
 	Usage                         Usage
 	HasUsage                      bool
@@ -214,7 +214,7 @@ func shapeOf(r Result) shape {
 		Outcome: r.Outcome, ErrorType: r.ErrorType, ErrorMessage: r.ErrorMessage,
 		HasFirstChunk: !r.FirstChunk.IsZero(), HasFirstToken: !r.FirstToken.IsZero(), HasFirstAnswer: !r.FirstAnswer.IsZero(),
 		TokenChunks: len(r.TokenChunks), Chunks: r.ChunkCount, Comments: r.CommentCount,
-		SawDone: r.SawDone, NoContent: r.NoContent, TextTrunc: r.TextTruncated,
+		SawDone: r.SawDone, TextTrunc: r.TextTruncated,
 		FinishReason: r.FinishReason, Text: r.Text, HasUsage: r.Usage != nil,
 	}
 	if r.Usage != nil {

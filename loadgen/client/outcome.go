@@ -7,8 +7,9 @@ type Outcome string
 // The outcome classes. Do returns every class except Dropped, which the load generator
 // records for arrivals it never sends.
 const (
-	// OK: the request completed: a 2xx response whose stream ended with [DONE] or a
-	// finish_reason (or a complete non-streaming JSON body with choices).
+	// OK: the request completed with output: a 2xx response whose stream ended with [DONE]
+	// or a finish_reason (or a complete non-streaming JSON body with choices), and carried
+	// content, reasoning or a tool call (else it is an Error, ErrTypeNoContent).
 	OK Outcome = "ok"
 	// Timeout: the per-call timeout elapsed after the connection was made, while waiting for
 	// or reading the response.
@@ -24,7 +25,7 @@ const (
 	DeliveryUnknown Outcome = "delivery_unknown"
 	// Error: any other failure: another HTTP status (with HTTPStatus; redirects are never
 	// followed, so a 3xx is an error), an error object inside a 2xx answer, a truncated or
-	// undecodable stream, an over-long line.
+	// undecodable stream, an over-long line, a complete answer without output.
 	Error Outcome = "error"
 	// Dropped: never sent (the load generator's overflow policy or drain deadline).
 	Dropped Outcome = "dropped"
@@ -51,6 +52,7 @@ const (
 	ErrTypeTruncated       = "truncated"        // Error: the stream ended without finish_reason and without [DONE]
 	ErrTypeInvalidJSON     = "invalid_json"     // Error: a data event or JSON body that does not decode
 	ErrTypeInvalidResponse = "invalid_response" // Error: a 2xx JSON body without choices
+	ErrTypeNoContent       = "no_content"       // Error: a complete 2xx answer without content, reasoning or tool calls
 	ErrTypeLineTooLong     = "line_too_long"    // Error: an SSE line or event over Options.MaxLineBytes
 	ErrTypeBodyTooLarge    = "body_too_large"   // Error: a JSON body over Options.MaxLineBytes
 	ErrTypeEncoding        = "content_encoding" // Error: a compressed body although none was asked for

@@ -266,6 +266,8 @@ func (s *jscan) message(m *wireMessage) bool {
 			return s.raw(&m.ReasoningContent)
 		case keyIs(key, "reasoning"):
 			return s.raw(&m.Reasoning)
+		case keyIs(key, "tool_calls"):
+			return s.raw(&m.ToolCalls)
 		}
 		return s.skip()
 	})

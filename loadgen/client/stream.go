@@ -180,7 +180,7 @@ func (s *stream) finish() {
 		r.Outcome = Error
 	}
 	if r.Outcome == OK && r.FirstToken.IsZero() {
-		r.NoContent = true
+		r.failNoContent()
 	}
 	if len(r.TokenChunks) == 0 {
 		r.TokenChunks = nil
@@ -254,8 +254,9 @@ func (s *stream) event(e sse.Event, now time.Time) {
 }
 
 // choices reads the decoded choices (delta when streaming, message otherwise): it appends
-// their text, notes finish_reason, and says whether content (answer) and content or
-// reasoning (token) were non-empty.
+// their text, notes finish_reason, and says whether the answer (content, legacy text or a
+// tool call) and any output at all (answer or reasoning: token) were non-empty. A tool call
+// is a non-empty tool_calls array; its arguments are not text (not in Result.Text).
 func (s *stream) choices(delta bool) (answer, token bool) {
 	for i := range s.w.Choices {
 		ch := &s.w.Choices[i]
@@ -270,6 +271,9 @@ func (s *stream) choices(delta bool) (answer, token bool) {
 		if ch.Text.isText() {
 			answer = true
 			s.appendText(ch.Text)
+		}
+		if m.ToolCalls.hasElements() {
+			answer = true
 		}
 		// vLLM has sent both fields with the same text; count the text once.
 		if m.ReasoningContent.isText() {

@@ -17,6 +17,16 @@ func (r *raw) UnmarshalJSON(b []byte) error { *r = b; return nil }
 // and non-string values are not text).
 func (r raw) isText() bool { return len(r) > 2 && r[0] == '"' }
 
+// hasElements reports whether r is a JSON array with at least one element (so null, [] and
+// non-array values have none).
+func (r raw) hasElements() bool {
+	if len(r) < 2 || r[0] != '[' {
+		return false
+	}
+	rest := bytes.TrimLeft(r[1:], " \t\r\n")
+	return len(rest) > 0 && rest[0] != ']'
+}
+
 // isSet reports whether r is present and not null.
 func (r raw) isSet() bool { return len(r) > 0 && !bytes.Equal(r, nullJSON) }
 
@@ -24,11 +34,13 @@ var nullJSON = []byte("null")
 
 // wireMessage is the part of an OpenAI chat "delta" (streaming) or "message" (non-streaming)
 // that the client reads. reasoning_content is the DeepSeek/vLLM (< 0.10) reasoning field,
-// reasoning the newer vLLM/OpenRouter one.
+// reasoning the newer vLLM/OpenRouter one; tool_calls the OpenAI tool calls (an array; only
+// whether it has an element is read).
 type wireMessage struct {
 	Content          raw `json:"content"`
 	ReasoningContent raw `json:"reasoning_content"`
 	Reasoning        raw `json:"reasoning"`
+	ToolCalls        raw `json:"tool_calls"`
 }
 
 type wireChoice struct {
