@@ -201,7 +201,8 @@ func (p *packer) gaps(v []float64) []float64 {
 
 // record copies r with every string, pointer and slice packed into p's blocks (nothing of r
 // is retained); the copy equals r field for field. Low-cardinality strings (session, case,
-// phase, endpoint, model, status, sources, modes, finish reasons, errors) share one copy,
+// phase, endpoint, model, status, sources, modes, finish reasons, errors and the server's
+// error types and codes) share one copy,
 // TimestampNS shares StartedAtNS when they are equal (as inferprobe writes them), and
 // RequestID shares the tail of XRequestID when that is "…-<request_id>".
 func (p *packer) record(r *artifact.Request) artifact.Request {
@@ -248,6 +249,8 @@ func (p *packer) record(r *artifact.Request) artifact.Request {
 		XRequestID:          p.strPtr(r.XRequestID),
 		TraceID:             p.strPtr(r.TraceID),
 		FirstAnswerMS:       p.f64(r.FirstAnswerMS),
+		ServerErrorType:     p.internPtr(r.ServerErrorType),
+		ServerErrorCode:     p.internPtr(r.ServerErrorCode),
 	}
 	if r.TimestampNS != nil && out.StartedAtNS != nil && *r.TimestampNS == *out.StartedAtNS {
 		out.TimestampNS = out.StartedAtNS

@@ -166,6 +166,10 @@ func (d *reqDecoder) fieldPToZ(r *Request, key []byte) bool {
 	case "schema_version": // read by the reader already: its JSON type is checked
 		_, ok := d.intLit()
 		return ok
+	case "server_error_code":
+		return d.strPtr(&r.ServerErrorCode)
+	case "server_error_type":
+		return d.strPtr(&r.ServerErrorType)
 	case "session_id":
 		return d.str(&r.SessionID)
 	case "shared_prefix_tokens":
@@ -215,7 +219,7 @@ func (d *reqDecoder) end(_ *Request) bool {
 			*ref.pdst = nil
 			continue
 		}
-		*ref.pdst = slabPtr(&slab, 8, all[ref.start:ref.end])
+		*ref.pdst = slabPtr(&slab, 9, all[ref.start:ref.end])
 	}
 	return true
 }

@@ -101,6 +101,7 @@ func FuzzRequestFastPath(f *testing.F) {
 	f.Add([]byte(`{"status":"ok","status":null,"ttft_ms":1,"ttft_ms":null,"finish_reason":"x","finish_reason":null,"chunk_interarrival_ms":[1,2],"chunk_interarrival_ms":[3]}`))
 	f.Add([]byte(` { "request_index" : -0 , "dispatch_lag_ms" : -1.5E+3 , "held_for_slot" : true , "stream" : null } `))
 	f.Add([]byte(`{"Status":"ok","request_index":5.0,"model":"\ud800x","endpoint":"\xff"}`))
+	f.Add([]byte(`{"status":"error","server_error_type":"InternalServerError","server_error_code":"500","server_error_code":null,"server_error_type":1}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var fast Request
 		if !decodeRequestFast(data, &fast) {

@@ -328,6 +328,7 @@ func TestRequestFastPathTakesWriterOutput(t *testing.T) {
 	withEscapes.ErrorMessage = Ptr("HTTP 500: {\"error\": \"engine died\"}\n\tcafé ☃ <b>")
 	withEscapes.ChunkInterarrivalMS = nil
 	withEscapes.HTTPStatus = Ptr(int64(500))
+	withEscapes.ServerErrorType, withEscapes.ServerErrorCode = Ptr("InternalServerError"), Ptr("500")
 	for i, r := range []Request{sampleRequest(), withEscapes, {}} {
 		var got Request
 		if !decodeRequestFast(mustLine(t, r), &got) {

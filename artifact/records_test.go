@@ -225,7 +225,7 @@ func TestRequestNullIsNotZero(t *testing.T) {
 	}
 	for _, want := range []string{`"e2e_latency_ms":null`, `"ttft_ms":null`, `"first_chunk_latency_ms":null`, `"http_status":null`,
 		`"output_tokens":null`, `"total_tokens":null`, `"concurrency":null`, `"x_request_id":null`, `"trace_id":null`,
-		`"first_answer_ms":null`, `"dispatch_lag_ms":null`, `"held_for_slot":null`, `"chunk_interarrival_ms":[]`,
+		`"first_answer_ms":null`, `"server_error_type":null`, `"server_error_code":null`, `"dispatch_lag_ms":null`, `"held_for_slot":null`, `"chunk_interarrival_ms":[]`,
 		`"started_at_ns":1767225600123456789`, `"intended_at_ns":1767225600123456786`, `"max_in_flight":1`} {
 		if !strings.Contains(string(line), want) {
 			t.Errorf("line lacks %s: %s", want, line)

@@ -93,6 +93,15 @@ type Request struct {
 	// when the model streamed reasoning first (time to first answer token);
 	// null otherwise or when no answer arrived.
 	FirstAnswerMS *float64 `json:"first_answer_ms"`
+	// ServerErrorType and ServerErrorCode are inferprobe additions to the
+	// Stormlog v1 record: the "type" and "code" of the error the server sent
+	// (an error object in a 2xx stream or body, or the body of a non-2xx
+	// answer), e.g. "InternalServerError" and "500"; null when it sent none
+	// (http_status stays the status line). A JSON string is kept as sent, a
+	// number as its JSON literal (500 → "500"), any other value as its compact
+	// JSON text, so a code is never coerced to an integer.
+	ServerErrorType *string `json:"server_error_type"`
+	ServerErrorCode *string `json:"server_error_code"`
 }
 
 func (Request) selfEncoding() {}
