@@ -53,6 +53,39 @@ func runAnswers(t *testing.T, endpoint string, stream bool) ([]*artifact.Request
 	return reqs, r.Stats()[0]
 }
 
+// TestServerErrorTypeAndCodeRecorded: an error object inside a 200 stream, and an
+// SGLang-style error body of a 400, keep the server's type and code in their own fields
+// (the code as sent, a number's literal), besides the message and the HTTP status.
+func TestServerErrorTypeAndCodeRecorded(t *testing.T) {
+	stream := `data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}` + "\n\n" +
+		`data: {"error":{"message":"engine failure","type":"InternalServerError","code":500}}` + "\n\n" + "data: [DONE]\n\n"
+	reqs, _ := runAnswers(t, answerServer(t, "text/event-stream", stream), true)
+	for _, r := range reqs {
+		if r.Status != artifact.RequestError || *r.ErrorType != client.ErrTypeStreamError || *r.ErrorMessage != "error object in the stream: engine failure" ||
+			*r.HTTPStatus != 200 || r.ServerErrorType == nil || *r.ServerErrorType != "InternalServerError" || r.ServerErrorCode == nil || *r.ServerErrorCode != "500" {
+			t.Fatalf("status %s %v %v http %v server %v %v", r.Status, r.ErrorType, r.ErrorMessage, r.HTTPStatus, r.ServerErrorType, r.ServerErrorCode)
+		}
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, `{"object":"error","message":"context too long","type":"BadRequestError","param":null,"code":"context_length_exceeded"}`)
+	}))
+	t.Cleanup(srv.Close)
+	reqs, _ = runAnswers(t, srv.URL+"/v1/chat/completions", false)
+	for _, r := range reqs {
+		if *r.ErrorType != client.ErrTypeHTTPStatus || *r.ErrorMessage != "context too long" || *r.HTTPStatus != 400 ||
+			r.ServerErrorType == nil || *r.ServerErrorType != "BadRequestError" || r.ServerErrorCode == nil || *r.ServerErrorCode != "context_length_exceeded" {
+			t.Fatalf("%v %v http %v server %v %v", r.ErrorType, r.ErrorMessage, r.HTTPStatus, r.ServerErrorType, r.ServerErrorCode)
+		}
+	}
+	// Without an error from the server, both are null.
+	reqs, _ = runAnswers(t, answerServer(t, "application/json", emptyBody), false)
+	if reqs[0].ServerErrorType != nil || reqs[0].ServerErrorCode != nil {
+		t.Fatalf("server error %v %v", reqs[0].ServerErrorType, reqs[0].ServerErrorCode)
+	}
+}
+
 const (
 	emptyStream = `data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}` + "\n\n" +
 		`data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n" +

@@ -138,6 +138,8 @@ func (p *phase) resultRecord(a *attempt, res *client.Result) *artifact.Request {
 	}
 	rec.ErrorType = strPtr(res.ErrorType)
 	rec.ErrorMessage = strPtr(res.ErrorMessage)
+	rec.ServerErrorType = strPtr(res.ServerErrorType)
+	rec.ServerErrorCode = strPtr(res.ServerErrorCode)
 	rec.FinishReason = strPtr(res.FinishReason)
 	switch res.Outcome {
 	case client.OK:

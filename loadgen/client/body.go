@@ -39,8 +39,9 @@ func (s *stream) readJSON(body io.Reader, r *Result, onReadErr func(error)) {
 		r.fail(Error, ErrTypeInvalidJSON, "the JSON body does not decode: "+err.Error())
 		return
 	}
-	if msg, isErr := s.w.errorText(); isErr {
-		r.fail(Error, ErrTypeResponseError, "error object in the answer: "+msg)
+	if s.w.isError() {
+		se, _ := parseServerError(s.body, false)
+		r.failServer(Error, ErrTypeResponseError, "error object in the answer: ", se)
 		return
 	}
 	if len(s.w.Choices) == 0 {

@@ -1,9 +1,7 @@
 package client
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -37,7 +35,7 @@ func (r *Result) failNoContent() {
 func classifyStatus(resp *http.Response, r *Result) bool {
 	switch code := resp.StatusCode; {
 	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
-		r.fail(Rejected, ErrTypeRejected, errorBodyMessage(resp))
+		r.failServer(Rejected, ErrTypeRejected, "", errorBody(resp))
 	case code >= 300 && code < 400:
 		msg := fmt.Sprintf("redirect (HTTP %d) not followed", code)
 		if loc := safeLocation(resp.Header.Get("Location")); loc != "" {
@@ -46,7 +44,7 @@ func classifyStatus(resp *http.Response, r *Result) bool {
 		r.fail(Error, ErrTypeRedirect, msg)
 		_, _ = io.CopyN(io.Discard, resp.Body, maxErrorBody)
 	case code < 200 || code >= 300:
-		r.fail(Error, ErrTypeHTTPStatus, errorBodyMessage(resp))
+		r.failServer(Error, ErrTypeHTTPStatus, "", errorBody(resp))
 	default:
 		return false
 	}
@@ -98,53 +96,26 @@ func causeText(ctx context.Context) string {
 	return "context done"
 }
 
-// errorBodyMessage reads (a bounded part of) a non-2xx body and returns its message.
-func errorBodyMessage(resp *http.Response) string {
+// errorBody reads (a bounded part of) a non-2xx body and returns the error it holds
+// (parseServerError), its message "HTTP <status> with an empty body" when there is none.
+func errorBody(resp *http.Response) serverError {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	if msg := bodyMessage(b); msg != "" {
-		return msg
+	se, _ := parseServerError(b, true)
+	if se.Message == "" {
+		se.Message = fmt.Sprintf("HTTP %d with an empty body", resp.StatusCode)
 	}
-	return fmt.Sprintf("HTTP %d with an empty body", resp.StatusCode)
+	return se
 }
 
-// bodyMessage extracts an error message from a body: {"error":{"message":…}},
-// {"error":"…"}, {"message":"…"}, {"detail":…} (FastAPI), else the text itself.
-func bodyMessage(b []byte) string {
-	b = bytes.TrimSpace(b)
-	if len(b) > 0 && b[0] == '{' {
-		var o struct {
-			Error   raw `json:"error"`
-			Message raw `json:"message"`
-			Detail  raw `json:"detail"`
-		}
-		if json.Unmarshal(b, &o) == nil {
-			switch {
-			case o.Error.isSet():
-				return messageOf(o.Error)
-			case o.Message.isText():
-				return jsonString(o.Message)
-			case o.Detail.isSet():
-				return messageOf(o.Detail)
-			}
-		}
-	}
-	return string(b)
-}
+// boundMessage cuts s to MaxErrorMessageBytes at a UTF-8 boundary ("…" added).
+func boundMessage(s string) string { return bound(s, MaxErrorMessageBytes) }
 
-// errorDataMessage returns the message of an "event: error" payload (JSON or text).
-func errorDataMessage(d []byte) string {
-	if msg := bodyMessage(d); msg != "" {
-		return msg
-	}
-	return "(no message)"
-}
-
-// boundMessage cuts s to MaxErrorMessageBytes at a UTF-8 boundary.
-func boundMessage(s string) string {
-	if len(s) <= MaxErrorMessageBytes {
+// bound cuts s to at most n bytes at a UTF-8 boundary, adding "…" when it cut.
+func bound(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	cut := MaxErrorMessageBytes
+	cut := n
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
@@ -161,6 +132,13 @@ func bearer(h http.Header) string {
 		return ""
 	}
 	return v
+}
+
+// redact keeps the call's credential out of the texts a server may echo it in.
+func (r *Result) redact(secret string) {
+	r.ErrorMessage = redact(r.ErrorMessage, secret)
+	r.ServerErrorType = redact(r.ServerErrorType, secret)
+	r.ServerErrorCode = redact(r.ServerErrorCode, secret)
 }
 
 func redact(msg, secret string) string {

@@ -205,6 +205,12 @@ type Result struct {
 	// (the server's message when it sent one), at most MaxErrorMessageBytes, never holding
 	// the bearer token of the call.
 	ErrorType, ErrorMessage string
+	// ServerErrorType and ServerErrorCode are the "type" and "code" of the error object the
+	// server sent — inside a 2xx stream or body, or as a non-2xx body (parseServerError
+	// lists the shapes read) — "" when it sent none: a JSON string as sent, a number as its
+	// literal (500 → "500"), another value as its compact JSON text; at most
+	// MaxServerErrorFieldBytes each, never holding the bearer token of the call.
+	ServerErrorType, ServerErrorCode string
 
 	Start time.Time // just before the request began to be sent (after it was built)
 	// Connected: a connection was obtained (new, after any TLS handshake, or reused);
@@ -270,7 +276,7 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 		res.End = time.Now()
 		tr.fill(&res)
 		c.classifyNoResponse(ctx, callCtx, timeout, err, &res)
-		res.ErrorMessage = redact(res.ErrorMessage, secret)
+		res.redact(secret)
 		return res
 	}
 	defer resp.Body.Close()
@@ -283,7 +289,7 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 		res.End = time.Now()
 	}
 	tr.fill(&res) // WroteRequest may report after an early response
-	res.ErrorMessage = redact(res.ErrorMessage, secret)
+	res.redact(secret)
 	return res
 }
 

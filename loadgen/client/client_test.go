@@ -175,15 +175,17 @@ func TestNonStreamingBodies(t *testing.T) {
 		outcome    Outcome
 		typ, msg   string
 		text       string
+		serverErr  [2]string // type, code
 	}{
-		{"error object in 200", `{"error":{"message":"bad things","type":"InternalServerError","code":500}}`, Error, ErrTypeResponseError, "error object in the answer: bad things", ""},
-		{"no choices", `{"id":"x","choices":[]}`, Error, ErrTypeInvalidResponse, "the JSON answer has no choices", ""},
-		{"empty content", `{"choices":[{"message":{"role":"assistant","content":""},"finish_reason":"stop"}]}`, Error, ErrTypeNoContent, noContentMsg, ""},
-		{"null content", `{"choices":[{"message":{"role":"assistant","content":null},"finish_reason":"stop"}]}`, Error, ErrTypeNoContent, noContentMsg, ""},
-		{"empty tool_calls is no content", `{"choices":[{"message":{"role":"assistant","content":"","tool_calls":[ ]},"finish_reason":"stop"}]}`, Error, ErrTypeNoContent, noContentMsg, ""},
-		{"tool calls only", `{"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`, OK, "", "", ""},
-		{"reasoning only", `{"choices":[{"message":{"content":null,"reasoning_content":"hmm"},"finish_reason":"length"}]}`, OK, "", "", "hmm"},
-		{"invalid JSON", `{"choices":[`, Error, ErrTypeInvalidJSON, "", ""},
+		{"error object in 200", `{"error":{"message":"bad things","type":"InternalServerError","code":500}}`, Error, ErrTypeResponseError, "error object in the answer: bad things", "", [2]string{"InternalServerError", "500"}},
+		{"SGLang error object in 200", `{"object":"error","message":"bad input","type":"BadRequestError","param":null,"code":400}`, Error, ErrTypeResponseError, "error object in the answer: bad input", "", [2]string{"BadRequestError", "400"}},
+		{"no choices", `{"id":"x","choices":[]}`, Error, ErrTypeInvalidResponse, "the JSON answer has no choices", "", [2]string{}},
+		{"empty content", `{"choices":[{"message":{"role":"assistant","content":""},"finish_reason":"stop"}]}`, Error, ErrTypeNoContent, noContentMsg, "", [2]string{}},
+		{"null content", `{"choices":[{"message":{"role":"assistant","content":null},"finish_reason":"stop"}]}`, Error, ErrTypeNoContent, noContentMsg, "", [2]string{}},
+		{"empty tool_calls is no content", `{"choices":[{"message":{"role":"assistant","content":"","tool_calls":[ ]},"finish_reason":"stop"}]}`, Error, ErrTypeNoContent, noContentMsg, "", [2]string{}},
+		{"tool calls only", `{"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`, OK, "", "", "", [2]string{}},
+		{"reasoning only", `{"choices":[{"message":{"content":null,"reasoning_content":"hmm"},"finish_reason":"length"}]}`, OK, "", "", "hmm", [2]string{}},
+		{"invalid JSON", `{"choices":[`, Error, ErrTypeInvalidJSON, "", "", [2]string{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -193,6 +195,9 @@ func TestNonStreamingBodies(t *testing.T) {
 			r := New(Options{}).Do(context.Background(), call(srv.URL, false))
 			if r.Outcome != tc.outcome || r.ErrorType != tc.typ || r.HTTPStatus != 200 || r.Text != tc.text {
 				t.Fatalf("%+v", shapeOf(r))
+			}
+			if got := [2]string{r.ServerErrorType, r.ServerErrorCode}; got != tc.serverErr {
+				t.Fatalf("server error %q, want %q", got, tc.serverErr)
 			}
 			if tc.msg != "" && r.ErrorMessage != tc.msg {
 				t.Fatalf("message %q", r.ErrorMessage)
@@ -216,6 +221,8 @@ func TestStreamCases(t *testing.T) {
 		comments    int
 		usage       *Usage
 		answerAt    int // index in TokenChunks of FirstAnswer; -1 none
+		serverType  string
+		serverCode  string
 	}{
 		{name: "role chunk then content", frames: []string{chunk(roleChunk, ""), chunk(content("Hi"), ""), chunk(content(" there"), ""), chunk(`{}`, "stop"), doneFrame},
 			outcome: OK, finish: "stop", text: "Hi there", tokenChunks: 2, chunks: 4, done: true, answerAt: 0},
@@ -259,13 +266,18 @@ func TestStreamCases(t *testing.T) {
 			outcome: Error, typ: ErrTypeTruncated, msgContains: "unterminated event", text: "a", tokenChunks: 1, chunks: 1, answerAt: 0},
 		{name: "empty 200 body", frames: nil, outcome: Error, typ: ErrTypeTruncated, answerAt: -1},
 		{name: "error object in stream", frames: []string{chunk(content("a"), ""), `data: {"error":{"message":"engine died","type":"InternalServerError","param":null,"code":500}}` + "\n\n", doneFrame},
-			outcome: Error, typ: ErrTypeStreamError, msgContains: "engine died", text: "a", tokenChunks: 1, chunks: 2, answerAt: 0},
+			outcome: Error, typ: ErrTypeStreamError, msgContains: "error object in the stream: engine died", text: "a", tokenChunks: 1, chunks: 2, answerAt: 0,
+			serverType: "InternalServerError", serverCode: "500"},
 		{name: "old vLLM error object", frames: []string{`data: {"object":"error","message":"old style","type":"BadRequestError","code":400}` + "\n\n", doneFrame},
-			outcome: Error, typ: ErrTypeStreamError, msgContains: "old style", chunks: 1, answerAt: -1},
+			outcome: Error, typ: ErrTypeStreamError, msgContains: "old style", chunks: 1, answerAt: -1, serverType: "BadRequestError", serverCode: "400"},
+		{name: "llama.cpp error object", frames: []string{`data: {"error":{"code":500,"message":"failed to decode","type":"server_error"}}` + "\n\n"},
+			outcome: Error, typ: ErrTypeStreamError, msgContains: "failed to decode", chunks: 1, answerAt: -1, serverType: "server_error", serverCode: "500"},
+		{name: "string code", frames: []string{`data: {"error":{"message":"too long","type":"invalid_request_error","code":"context_length_exceeded"}}` + "\n\n"},
+			outcome: Error, typ: ErrTypeStreamError, msgContains: "too long", chunks: 1, answerAt: -1, serverType: "invalid_request_error", serverCode: "context_length_exceeded"},
 		{name: "error string in stream", frames: []string{`data: {"error":"plain"}` + "\n\n"},
 			outcome: Error, typ: ErrTypeStreamError, msgContains: "plain", chunks: 1, answerAt: -1},
-		{name: "error event", frames: []string{"event: error\ndata: {\"message\":\"overloaded\"}\n\n"},
-			outcome: Error, typ: ErrTypeStreamError, msgContains: "overloaded", answerAt: -1},
+		{name: "error event", frames: []string{"event: error\ndata: {\"message\":\"overloaded\",\"type\":\"overloaded_error\"}\n\n"},
+			outcome: Error, typ: ErrTypeStreamError, msgContains: "error event in the stream: overloaded", answerAt: -1, serverType: "overloaded_error"},
 		{name: "invalid JSON", frames: []string{chunk(content("a"), ""), "data: {\"choices\":[}\n\n", doneFrame},
 			outcome: Error, typ: ErrTypeInvalidJSON, text: "a", tokenChunks: 1, chunks: 2, answerAt: 0},
 		{name: "events after DONE ignored", frames: []string{chunk(content("a"), "stop"), doneFrame, chunk(content("late"), "")},
@@ -289,6 +301,9 @@ func TestStreamCases(t *testing.T) {
 			}
 			if !strings.Contains(r.ErrorMessage, tc.msgContains) {
 				t.Fatalf("message %q lacks %q", r.ErrorMessage, tc.msgContains)
+			}
+			if r.ServerErrorType != tc.serverType || r.ServerErrorCode != tc.serverCode {
+				t.Fatalf("server error type %q code %q, want %q %q", r.ServerErrorType, r.ServerErrorCode, tc.serverType, tc.serverCode)
 			}
 			if r.FinishReason != tc.finish || r.Text != tc.text || r.SawDone != tc.done {
 				t.Fatalf("finish %q text %q done %v", r.FinishReason, r.Text, r.SawDone)
@@ -354,16 +369,27 @@ func TestHTTPErrors(t *testing.T) {
 		outcome Outcome
 		typ     string
 		msg     string
+		server  [2]string // the server's error type and code
 	}{
-		{"ollama unknown model 404", 404, "application/json", string(unknownModel), Error, ErrTypeHTTPStatus, "model 'no-such-model' not found"},
-		{"429 message", 429, "application/json", `{"message":"slow down"}`, Rejected, ErrTypeRejected, "slow down"},
-		{"503 error string", 503, "application/json", `{"error": "The model is currently scaling. Please try again later."}`, Rejected, ErrTypeRejected, "The model is currently scaling. Please try again later."},
-		{"500 text", 500, "text/plain", "boom\n", Error, ErrTypeHTTPStatus, "boom"},
-		{"401 error string", 401, "application/json", `{"error": "Unauthorized"}`, Error, ErrTypeHTTPStatus, "Unauthorized"},
-		{"404 FastAPI detail", 404, "application/json", `{"detail":"Not Found"}`, Error, ErrTypeHTTPStatus, "Not Found"},
-		{"422 detail list", 422, "application/json", `{"detail":[{"loc":["body"],"msg":"field required"}]}`, Error, ErrTypeHTTPStatus, `[{"loc":["body"],"msg":"field required"}]`},
-		{"400 empty body", 400, "", "", Error, ErrTypeHTTPStatus, "HTTP 400 with an empty body"},
-		{"SSE error body", 500, "text/event-stream", "data: {\"error\":{\"message\":\"x\"}}\n\n", Error, ErrTypeHTTPStatus, "data: {\"error\":{\"message\":\"x\"}}"},
+		{"ollama unknown model 404", 404, "application/json", string(unknownModel), Error, ErrTypeHTTPStatus, "model 'no-such-model' not found", [2]string{"api_error", ""}},
+		{"vLLM 404", 404, "application/json", `{"error":{"message":"The model ` + "`x`" + ` does not exist.","type":"NotFoundError","param":"model","code":404}}`,
+			Error, ErrTypeHTTPStatus, "The model `x` does not exist.", [2]string{"NotFoundError", "404"}},
+		{"SGLang 400", 400, "application/json", `{"object":"error","message":"context too long","type":"BadRequestError","param":null,"code":400}`,
+			Error, ErrTypeHTTPStatus, "context too long", [2]string{"BadRequestError", "400"}},
+		{"llama.cpp 503", 503, "application/json", `{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}`,
+			Rejected, ErrTypeRejected, "Loading model", [2]string{"unavailable_error", "503"}},
+		{"OpenAI 401 string code", 401, "application/json", `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`,
+			Error, ErrTypeHTTPStatus, "Incorrect API key provided", [2]string{"invalid_request_error", "invalid_api_key"}},
+		{"TGI 422", 422, "application/json", `{"error":"Input validation error: max_new_tokens must be > 0","error_type":"validation"}`,
+			Error, ErrTypeHTTPStatus, "Input validation error: max_new_tokens must be > 0", [2]string{"validation", ""}},
+		{"429 message", 429, "application/json", `{"message":"slow down"}`, Rejected, ErrTypeRejected, "slow down", [2]string{}},
+		{"503 error string", 503, "application/json", `{"error": "The model is currently scaling. Please try again later."}`, Rejected, ErrTypeRejected, "The model is currently scaling. Please try again later.", [2]string{}},
+		{"500 text", 500, "text/plain", "boom\n", Error, ErrTypeHTTPStatus, "boom", [2]string{}},
+		{"401 error string", 401, "application/json", `{"error": "Unauthorized"}`, Error, ErrTypeHTTPStatus, "Unauthorized", [2]string{}},
+		{"404 FastAPI detail", 404, "application/json", `{"detail":"Not Found"}`, Error, ErrTypeHTTPStatus, "Not Found", [2]string{}},
+		{"422 detail list", 422, "application/json", `{"detail":[{"loc":["body"],"msg":"field required"}]}`, Error, ErrTypeHTTPStatus, `[{"loc":["body"],"msg":"field required"}]`, [2]string{}},
+		{"400 empty body", 400, "", "", Error, ErrTypeHTTPStatus, "HTTP 400 with an empty body", [2]string{}},
+		{"SSE error body", 500, "text/event-stream", "data: {\"error\":{\"message\":\"x\"}}\n\n", Error, ErrTypeHTTPStatus, "data: {\"error\":{\"message\":\"x\"}}", [2]string{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -376,6 +402,9 @@ func TestHTTPErrors(t *testing.T) {
 			r := New(Options{}).Do(context.Background(), call(srv.URL, true))
 			if r.Outcome != tc.outcome || r.ErrorType != tc.typ || r.HTTPStatus != tc.status || r.ErrorMessage != tc.msg {
 				t.Fatalf("got %q %q %d %q", r.Outcome, r.ErrorType, r.HTTPStatus, r.ErrorMessage)
+			}
+			if got := [2]string{r.ServerErrorType, r.ServerErrorCode}; got != tc.server {
+				t.Fatalf("server error %q, want %q", got, tc.server)
 			}
 			if !r.FirstChunk.IsZero() || r.FirstByte.IsZero() || r.End.Before(r.FirstByte) {
 				t.Fatal("times")
@@ -402,6 +431,18 @@ func TestErrorMessageBoundedAndRedacted(t *testing.T) {
 	}
 	if len(r.ErrorMessage) > MaxErrorMessageBytes+len("…") || !strings.HasSuffix(r.ErrorMessage, "é…") {
 		t.Fatalf("message of %d bytes, suffix %q", len(r.ErrorMessage), r.ErrorMessage[len(r.ErrorMessage)-8:])
+	}
+	// The server's error type and code are redacted too.
+	echo := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(400)
+		a := r.Header.Get("Authorization")
+		_, _ = io.WriteString(w, `{"error":{"message":"m","type":"bad `+a+`","code":"`+a+`"}}`)
+	})
+	cl = call(echo.URL, true)
+	cl.Header.Set("Authorization", "Bearer "+key)
+	r = New(Options{}).Do(context.Background(), cl)
+	if r.ServerErrorType != "bad Bearer [REDACTED]" || r.ServerErrorCode != "Bearer [REDACTED]" {
+		t.Fatalf("type %q code %q", r.ServerErrorType, r.ServerErrorCode)
 	}
 }
 

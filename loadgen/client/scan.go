@@ -69,8 +69,6 @@ func (s *jscan) chunk(w *wireChunk) bool {
 				return s.raw(&w.Error)
 			case keyIs(key, "object"):
 				return s.raw(&w.Object)
-			case keyIs(key, "message"):
-				return s.raw(&w.Message)
 			}
 			return s.skip()
 		}) {

@@ -187,8 +187,21 @@ func (s *stream) finish() {
 	}
 }
 
+// failAt fails the stream at now (Error of type typ).
 func (s *stream) failAt(now time.Time, typ, msg string) {
 	s.res.fail(Error, typ, msg)
+	s.halt(now)
+}
+
+// failServerAt fails the stream at now with an error the server sent in it (stream_error):
+// its message after prefix, its type and code.
+func (s *stream) failServerAt(now time.Time, prefix string, se serverError) {
+	s.res.failServer(Error, ErrTypeStreamError, prefix, se)
+	s.halt(now)
+}
+
+// halt ends a failed stream at now.
+func (s *stream) halt(now time.Time) {
 	s.res.End = now
 	s.stop()
 	s.failed = true
@@ -209,7 +222,11 @@ func (s *stream) event(e sse.Event, now time.Time) {
 	}
 	r := s.res
 	if e.Type == "error" {
-		s.failAt(now, ErrTypeStreamError, "error event in the stream: "+errorDataMessage(e.Data))
+		se, _ := parseServerError(e.Data, true)
+		if se.Message == "" {
+			se.Message = "(no message)"
+		}
+		s.failServerAt(now, "error event in the stream: ", se)
 		return
 	}
 	if bytes.Equal(e.Data, doneData) {
@@ -231,8 +248,9 @@ func (s *stream) event(e sse.Event, now time.Time) {
 		s.failAt(now, ErrTypeInvalidJSON, "a data event is not valid JSON: "+err.Error())
 		return
 	}
-	if msg, isErr := s.w.errorText(); isErr {
-		s.failAt(now, ErrTypeStreamError, "error object in the stream: "+msg)
+	if s.w.isError() {
+		se, _ := parseServerError(e.Data, false)
+		s.failServerAt(now, "error object in the stream: ", se)
 		return
 	}
 	answer, token := s.choices(true)

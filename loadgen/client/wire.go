@@ -65,55 +65,28 @@ func (w *wireUsage) UnmarshalJSON(b []byte) error {
 }
 
 // wireChunk is one chat.completion.chunk (or a whole chat.completion) reduced to the fields
-// the client needs. Error/Object/Message catch error objects: {"error":{…}} (vLLM, OpenAI)
-// and the pre-2025 vLLM {"object":"error","message":…}.
+// the client needs. Error and Object detect an error object ({"error":…}, or the pre-2025
+// vLLM {"object":"error",…}); parseServerError reads it.
 type wireChunk struct {
 	Choices []wireChoice `json:"choices"`
 	Usage   wireUsage    `json:"usage"`
 	Error   raw          `json:"error"`
 	Object  raw          `json:"object"`
-	Message raw          `json:"message"`
 }
 
 func (w *wireChunk) reset() {
 	clear(w.Choices[:cap(w.Choices)])
 	w.Choices = w.Choices[:0]
 	w.Usage = wireUsage{}
-	w.Error, w.Object, w.Message = nil, nil, nil
+	w.Error, w.Object = nil, nil
 }
 
 var objectError = []byte(`"error"`)
 
-// errorText returns the message of an error object if the chunk is one, and whether it is.
-func (w *wireChunk) errorText() (string, bool) {
-	if w.Error.isSet() {
-		return messageOf(w.Error), true
-	}
-	if bytes.Equal(w.Object, objectError) {
-		if w.Message.isText() {
-			return jsonString(w.Message), true
-		}
-		return "error object without a message", true
-	}
-	return "", false
-}
-
-// messageOf extracts a message from the value of an "error" member: a string, an object
-// with "message" (OpenAI/vLLM {"message","type","param","code"}), or else the raw JSON.
-func messageOf(v raw) string {
-	switch {
-	case len(v) > 0 && v[0] == '"':
-		return jsonString(v)
-	case len(v) > 0 && v[0] == '{':
-		var o struct {
-			Message raw `json:"message"`
-			Type    raw `json:"type"`
-		}
-		if json.Unmarshal(v, &o) == nil && o.Message.isText() {
-			return jsonString(o.Message)
-		}
-	}
-	return string(v)
+// isError reports whether the chunk is an error object: exactly when parseServerError(data,
+// false) reports one for the same data (FuzzParseServerError checks it).
+func (w *wireChunk) isError() bool {
+	return w.Error.isSet() || bytes.Equal(w.Object, objectError)
 }
 
 // jsonString decodes a JSON string literal (which the decoder already validated).
