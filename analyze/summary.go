@@ -26,14 +26,19 @@ type Summary struct {
 // MaxFailureReasons bounds Summary.FailureReasons.
 const MaxFailureReasons = 5
 
-// FailureReason is one distinct (status, http_status, error_type, error_message) among the
-// failed measured requests, with how many had it; fields the records leave null are null.
+// FailureReason is one distinct (status, http_status, error_type, server_error_type,
+// server_error_code, error_message) among the failed measured requests, with how many had
+// it; fields the records leave null are null. ServerErrorType and ServerErrorCode are the
+// type and code of the error object the server sent (the records' fields of those names),
+// so that e.g. a stream_error of type InternalServerError is told from one of another type.
 type FailureReason struct {
-	Status       string  `json:"status"`
-	HTTPStatus   *int64  `json:"http_status"`
-	ErrorType    *string `json:"error_type"`
-	ErrorMessage *string `json:"error_message"`
-	Count        int     `json:"count"`
+	Status          string  `json:"status"`
+	HTTPStatus      *int64  `json:"http_status"`
+	ErrorType       *string `json:"error_type"`
+	ServerErrorType *string `json:"server_error_type"`
+	ServerErrorCode *string `json:"server_error_code"`
+	ErrorMessage    *string `json:"error_message"`
+	Count           int     `json:"count"`
 }
 
 // failureReasons tallies the reasons of failed requests.
@@ -41,9 +46,11 @@ type failureReasons map[failureKey]int
 
 type failureKey struct {
 	status, errType, msg string
+	srvType, srvCode     string
 	http                 int64
 	hasHTTP, hasType     bool
 	hasMsg               bool
+	hasSrvType, hasCode  bool
 }
 
 func (f failureReasons) add(r *Request) {
@@ -53,6 +60,12 @@ func (f failureReasons) add(r *Request) {
 	}
 	if r.ErrorType != nil {
 		k.errType, k.hasType = *r.ErrorType, true
+	}
+	if r.ServerErrorType != nil {
+		k.srvType, k.hasSrvType = *r.ServerErrorType, true
+	}
+	if r.ServerErrorCode != nil {
+		k.srvCode, k.hasCode = *r.ServerErrorCode, true
 	}
 	if r.ErrorMessage != nil {
 		k.msg, k.hasMsg = *r.ErrorMessage, true
@@ -84,6 +97,10 @@ func (f failureReasons) top() []FailureReason {
 			return a.http < b.http
 		case a.errType != b.errType:
 			return a.errType < b.errType
+		case a.srvType != b.srvType:
+			return a.srvType < b.srvType
+		case a.srvCode != b.srvCode:
+			return a.srvCode < b.srvCode
 		}
 		return a.msg < b.msg
 	})
@@ -95,6 +112,12 @@ func (f failureReasons) top() []FailureReason {
 		}
 		if k.hasType {
 			fr.ErrorType = strPtr(k.errType)
+		}
+		if k.hasSrvType {
+			fr.ServerErrorType = strPtr(k.srvType)
+		}
+		if k.hasCode {
+			fr.ServerErrorCode = strPtr(k.srvCode)
 		}
 		if k.hasMsg {
 			fr.ErrorMessage = strPtr(k.msg)

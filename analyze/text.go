@@ -96,19 +96,35 @@ func failureBreakdown(by map[string]int) string {
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
-// failureReasonText is one reason as a line: status, HTTP status, error type and message
-// (at most 200 bytes of it).
+// failureReasonText is one reason as a line: status, HTTP status, error type with the
+// server's error type and code in parentheses, and message (at most 200 bytes of it), e.g.
+//
+//	error, HTTP 200, stream_error (InternalServerError, code 500): error object in the stream: engine failure
 func failureReasonText(fr FailureReason) string {
 	parts := []string{fr.Status}
 	if fr.HTTPStatus != nil {
 		parts = append(parts, fmt.Sprintf("HTTP %d", *fr.HTTPStatus))
 	}
-	if fr.ErrorType != nil && *fr.ErrorType != "" {
-		parts = append(parts, *fr.ErrorType)
+	var server []string
+	if fr.ServerErrorType != nil && *fr.ServerErrorType != "" {
+		server = append(server, oneLine(*fr.ServerErrorType))
+	}
+	if fr.ServerErrorCode != nil && *fr.ServerErrorCode != "" {
+		server = append(server, "code "+oneLine(*fr.ServerErrorCode))
+	}
+	typ := ""
+	if fr.ErrorType != nil {
+		typ = *fr.ErrorType
+	}
+	if len(server) > 0 {
+		typ = strings.TrimSpace(typ + " (" + strings.Join(server, ", ") + ")")
+	}
+	if typ != "" {
+		parts = append(parts, typ)
 	}
 	line := strings.Join(parts, ", ")
 	if fr.ErrorMessage != nil && *fr.ErrorMessage != "" {
-		msg := strings.Join(strings.Fields(*fr.ErrorMessage), " ") // one line
+		msg := oneLine(*fr.ErrorMessage)
 		if len(msg) > 200 {
 			msg = strings.ToValidUTF8(msg[:200], "") + "…"
 		}
@@ -116,6 +132,9 @@ func failureReasonText(fr FailureReason) string {
 	}
 	return line
 }
+
+// oneLine joins the words of s with single spaces.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // num formats a nullable figure with two decimals, "-" when nil.
 func num(v *float64) string {

@@ -28,6 +28,9 @@ const (
 	noContentAnswer = `data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}` + "\n\n" +
 		`data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n" +
 		"data: [DONE]\n\n"
+	streamErrorAnswer = `data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}` + "\n\n" +
+		`data: {"error":{"message":"engine failure","type":"InternalServerError","code":500}}` + "\n\n" +
+		"data: [DONE]\n\n"
 )
 
 // answersServer answers the i-th chat request with answers[i % len(answers)], status 200.
@@ -88,38 +91,54 @@ func liveCounts(t *testing.T, exp *exporter.Exporter) (byStatus map[string]float
 	return byStatus, e2e
 }
 
-// TestNoContentAnswersFailInReportAndLiveSeries: 200 streams that carry only a role chunk
-// and an empty delta with finish_reason are failures (no_content) in the report's summary,
+// TestAnswerFailuresInReportAndLiveSeries: 200 streams that carry only a role chunk and an
+// empty delta with finish_reason (no_content), and 200 streams that carry an error object
+// (stream_error, with the server's type and code), are failures in the report's summary,
 // its failure reasons (JSON and text) and its latency population, and in the live series:
 // inferprobe_requests_total counts them as errors and the e2e histogram holds only the
 // successful requests.
-func TestNoContentAnswersFailInReportAndLiveSeries(t *testing.T) {
-	res, exp := runAnswers(t, answersServer(t, contentAnswer, noContentAnswer), 6)
+func TestAnswerFailuresInReportAndLiveSeries(t *testing.T) {
+	res, exp := runAnswers(t, answersServer(t, contentAnswer, noContentAnswer, streamErrorAnswer), 6)
 	s := res.Report.Summary
-	if s.TotalRequests != 6 || s.SuccessfulRequests != 3 || s.FailedRequests != 3 || s.FailuresByStatus[artifact.RequestError] != 3 {
+	if s.TotalRequests != 6 || s.SuccessfulRequests != 2 || s.FailedRequests != 4 || s.FailuresByStatus[artifact.RequestError] != 4 {
 		t.Fatalf("summary %+v", s)
 	}
-	const msg = "the answer completed without content, reasoning or tool calls (finish_reason stop)"
-	if len(s.FailureReasons) != 1 {
+	const noContent = "the answer completed without content, reasoning or tool calls (finish_reason stop)"
+	const streamErr = "error object in the stream: engine failure"
+	if len(s.FailureReasons) != 2 {
 		t.Fatalf("failure reasons %+v", s.FailureReasons)
 	}
-	fr := s.FailureReasons[0]
-	if fr.Count != 3 || fr.Status != artifact.RequestError || fr.ErrorType == nil || *fr.ErrorType != "no_content" ||
-		fr.ErrorMessage == nil || *fr.ErrorMessage != msg || fr.HTTPStatus == nil || *fr.HTTPStatus != 200 {
-		t.Fatalf("failure reason %+v", fr)
+	for i, want := range []struct{ typ, msg, srvType, srvCode string }{{"no_content", noContent, "", ""}, {"stream_error", streamErr, "InternalServerError", "500"}} {
+		fr := s.FailureReasons[i]
+		if fr.Count != 2 || fr.Status != artifact.RequestError || fr.ErrorType == nil || *fr.ErrorType != want.typ ||
+			fr.ErrorMessage == nil || *fr.ErrorMessage != want.msg || fr.HTTPStatus == nil || *fr.HTTPStatus != 200 ||
+			str(fr.ServerErrorType) != want.srvType || str(fr.ServerErrorCode) != want.srvCode {
+			t.Fatalf("failure reason %d %+v", i, fr)
+		}
 	}
 	var text bytes.Buffer
 	if err := analyze.RenderText(&text, res.Report); err != nil {
 		t.Fatal(err)
 	}
-	if want := "  3× error, HTTP 200, no_content: " + msg + "\n"; !strings.Contains(text.String(), want) {
-		t.Fatalf("text report lacks %q:\n%s", want, text.String())
+	for _, want := range []string{"  2× error, HTTP 200, no_content: " + noContent + "\n",
+		"  2× error, HTTP 200, stream_error (InternalServerError, code 500): " + streamErr + "\n"} {
+		if !strings.Contains(text.String(), want) {
+			t.Fatalf("text report lacks %q:\n%s", want, text.String())
+		}
 	}
 	byStatus, e2e := liveCounts(t, exp)
-	if byStatus[artifact.RequestOK] != 3 || byStatus[artifact.RequestError] != 3 || e2e != 3 {
-		t.Fatalf("live requests %v, e2e samples %d; the report has 3 successful, 3 failed", byStatus, e2e)
+	if byStatus[artifact.RequestOK] != 2 || byStatus[artifact.RequestError] != 4 || e2e != 2 {
+		t.Fatalf("live requests %v, e2e samples %d; the report has 2 successful, 4 failed", byStatus, e2e)
 	}
-	if !res.Succeeded() || res.Stats[0].ByStatus["error"] != 3 {
+	if !res.Succeeded() || res.Stats[0].ByStatus["error"] != 4 {
 		t.Fatalf("stats %+v", res.Stats[0].ByStatus)
 	}
+}
+
+// str is *p, "" for nil.
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
