@@ -61,7 +61,7 @@ type e2eReport struct {
 	} `json:"summary"`
 	Cases map[string]struct {
 		SuccessfulRequests int `json:"successful_requests"`
-		Population   struct {
+		Population         struct {
 			Offered     int    `json:"offered"`
 			Scheduled   *int64 `json:"scheduled"`
 			Sent        int    `json:"sent"`
