@@ -42,22 +42,25 @@ func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // Arrivals is a case's arrivals block: what was offered,
 // sent, completed (status ok), dropped and held for a slot (dropped excluded), failures by
-// status (ok and dropped excluded), the highest recorded in_flight_at_dispatch, the offered
-// rate (N−1)/(last intended − first intended) (nil for a closed loop, fewer than two intents
-// or all at one instant), dispatch-lag percentiles (ms), and the window and drain lengths (s).
+// status (ok and dropped excluded), the highest recorded in_flight_at_dispatch, the intended
+// arrival rate (N−1)/(last intended − first intended), req/s: the rate the schedule's own
+// arrivals kept between its first and its last (nil for a closed loop, fewer than two intents
+// or all at one instant; the offered load over the scheduled window is
+// intervals.realized_offered_rate_per_second), dispatch-lag percentiles (ms), and the window
+// and drain lengths (s).
 type Arrivals struct {
-	Mode                 string         `json:"mode"`
-	Offered              int            `json:"offered"`
-	Sent                 int            `json:"sent"`
-	Completed            int            `json:"completed"`
-	Dropped              int            `json:"dropped"`
-	Failed               map[string]int `json:"failed"`
-	HeldForSlot          int            `json:"held_for_slot"`
-	PeakInFlight         *int64         `json:"peak_in_flight"`
-	OfferedRatePerSecond *float64       `json:"offered_rate_per_second"`
-	DispatchLagMs        Spread95       `json:"dispatch_lag_ms"`
-	WindowSeconds        *float64       `json:"window_seconds"`
-	DrainSeconds         *float64       `json:"drain_seconds"`
+	Mode                         string         `json:"mode"`
+	Offered                      int            `json:"offered"`
+	Sent                         int            `json:"sent"`
+	Completed                    int            `json:"completed"`
+	Dropped                      int            `json:"dropped"`
+	Failed                       map[string]int `json:"failed"`
+	HeldForSlot                  int            `json:"held_for_slot"`
+	PeakInFlight                 *int64         `json:"peak_in_flight"`
+	IntendedArrivalRatePerSecond *float64       `json:"intended_arrival_rate_per_second"`
+	DispatchLagMs                Spread95       `json:"dispatch_lag_ms"`
+	WindowSeconds                *float64       `json:"window_seconds"`
+	DrainSeconds                 *float64       `json:"drain_seconds"`
 }
 
 // ArrivalMode returns the one arrival mode of the requests ("closed" for records without
@@ -119,7 +122,7 @@ func ArrivalsOf(requests []Request, w *artifact.PhaseWindow) Arrivals {
 			lo, hi = min(lo, t), max(hi, t)
 		}
 		if hi > lo {
-			a.OfferedRatePerSecond = f64Ptr(float64(len(intents)-1) / (float64(hi-lo) / 1e9))
+			a.IntendedArrivalRatePerSecond = f64Ptr(float64(len(intents)-1) / (float64(hi-lo) / 1e9))
 		}
 	}
 	a.DispatchLagMs = spread95(lags)

@@ -38,23 +38,23 @@ type Memory struct {
 	ServerMembers []ServerMember `json:"server_members,omitempty"`
 }
 
-// CaseReport is one case of the version-2 report. RequestCount counts its
-// successful requests. SLO is present only when a policy was given.
+// CaseReport is one case of the report. SuccessfulRequests counts its successful requests
+// (population.successful). SLO is present only when a policy was given.
 type CaseReport struct {
-	RequestCount int                 `json:"request_count"`
-	Population   Population          `json:"population"`
-	Intervals    Intervals           `json:"intervals"`
-	Throughput   Throughput          `json:"throughput"`
-	LatencyMs    map[string]*float64 `json:"latency_ms"`
-	Latency      LatencyBlock        `json:"latency"`
-	Streaming    Streaming           `json:"streaming"`
-	Tokens       Tokens              `json:"tokens"`
-	Lengths      Lengths             `json:"lengths"`
-	Arrivals     Arrivals            `json:"arrivals"`
-	Prompts      Prompts             `json:"prompts"`
-	Cache        Cache               `json:"cache"`
-	Memory       Memory              `json:"memory"`
-	SLO          *Evaluation         `json:"slo,omitempty"`
+	SuccessfulRequests int                 `json:"successful_requests"`
+	Population         Population          `json:"population"`
+	Intervals          Intervals           `json:"intervals"`
+	Throughput         Throughput          `json:"throughput"`
+	LatencyMs          map[string]*float64 `json:"latency_ms"`
+	Latency            LatencyBlock        `json:"latency"`
+	Streaming          Streaming           `json:"streaming"`
+	Tokens             Tokens              `json:"tokens"`
+	Lengths            Lengths             `json:"lengths"`
+	Arrivals           Arrivals            `json:"arrivals"`
+	Prompts            Prompts             `json:"prompts"`
+	Cache              Cache               `json:"cache"`
+	Memory             Memory              `json:"memory"`
+	SLO                *Evaluation         `json:"slo,omitempty"`
 }
 
 // caseInput is what a case's populations and intervals are computed from: its measured
@@ -87,17 +87,17 @@ func caseInput(in *Input, id string, w *artifact.PhaseWindow, opts Options) Case
 func caseReport(in CaseInput, rule Rule, policy *Policy, source string, cache *artifact.CacheState, samples []sample, withServer bool) *CaseReport {
 	pop, iv := Populate(in)
 	c := &CaseReport{
-		RequestCount: pop.Successful,
-		Population:   pop,
-		Intervals:    iv,
-		Throughput:   ThroughputOf(in.Requests, iv.Rate),
-		LatencyMs:    LegacyLatency(in.Requests),
-		Latency:      LatencyOf(in.Requests, rule, withServer),
-		Streaming:    StreamingOf(in.Requests),
-		Arrivals:     ArrivalsOf(in.Requests, in.Window),
-		Prompts:      PromptsOf(in.Requests, in.Window),
-		Cache:        cacheBlock(cache),
-		Memory:       memoryBlock(in.Requests, iv, samples),
+		SuccessfulRequests: pop.Successful,
+		Population:         pop,
+		Intervals:          iv,
+		Throughput:         ThroughputOf(in.Requests, iv.Rate),
+		LatencyMs:          LegacyLatency(in.Requests),
+		Latency:            LatencyOf(in.Requests, rule, withServer),
+		Streaming:          StreamingOf(in.Requests),
+		Arrivals:           ArrivalsOf(in.Requests, in.Window),
+		Prompts:            PromptsOf(in.Requests, in.Window),
+		Cache:              cacheBlock(cache),
+		Memory:             memoryBlock(in.Requests, iv, samples),
 	}
 	c.Tokens, c.Lengths = TokensOf(in.Requests)
 	if policy != nil {

@@ -253,17 +253,17 @@ func TestArrivalsPromptsTokens(t *testing.T) {
 	a := ArrivalsOf(requests, w)
 	if a.Mode != ModeFixedRate || a.Offered != 4 || a.Sent != 3 || a.Completed != 2 || a.Dropped != 1 || a.HeldForSlot != 1 ||
 		len(a.Failed) != 1 || a.Failed["timeout"] != 1 || *a.PeakInFlight != 1 || !eq(a.DispatchLagMs.Max, 201) || !eq(a.DispatchLagMs.P50, 101) ||
-		!eq(a.WindowSeconds, 1) || !eq(a.DrainSeconds, 1) || !eq(a.OfferedRatePerSecond, 10) {
-		t.Errorf("arrivals %+v (rate %s)", a, fstr(a.OfferedRatePerSecond))
+		!eq(a.WindowSeconds, 1) || !eq(a.DrainSeconds, 1) || !eq(a.IntendedArrivalRatePerSecond, 10) {
+		t.Errorf("arrivals %+v (rate %s)", a, fstr(a.IntendedArrivalRatePerSecond))
 	}
 	closed := ArrivalsOf(reqs(3, StatusOK, func(r *Request) { r.ArrivalMode = ModeClosed }), nil)
-	if closed.Mode != ModeClosed || closed.OfferedRatePerSecond != nil || closed.WindowSeconds != nil {
+	if closed.Mode != ModeClosed || closed.IntendedArrivalRatePerSecond != nil || closed.WindowSeconds != nil {
 		t.Errorf("closed arrivals %+v", closed)
 	}
 	// All intents at one instant (a single burst): no offered rate.
 	burst := ArrivalsOf(reqs(3, StatusOK, func(r *Request) { r.IntendedAtNS = p64(start); r.ArrivalMode = ModeBurst }), nil)
-	if burst.OfferedRatePerSecond != nil {
-		t.Errorf("single burst rate %s", fstr(burst.OfferedRatePerSecond))
+	if burst.IntendedArrivalRatePerSecond != nil {
+		t.Errorf("single burst rate %s", fstr(burst.IntendedArrivalRatePerSecond))
 	}
 	if m := ArrivalMode(append(reqs(1, StatusOK), req(1, StatusOK, func(r *Request) { r.ArrivalMode = ModePoisson })), nil); m != "mixed" {
 		t.Errorf("mixed mode = %s", m)

@@ -210,17 +210,24 @@ func indexIssues(requests []Request, scheduled *int64) []string {
 		}
 		return []string{fmt.Sprintf("offered_differs_from_scheduled: %d of %d", len(requests), *scheduled)}
 	}
-	expected := int64(len(requests))
+	sort.Slice(indexes, func(a, b int) bool { return indexes[a] < indexes[b] })
+	repeats := int64(0)
+	for i := 1; i < len(indexes); i++ {
+		if indexes[i] == indexes[i-1] {
+			repeats++
+		}
+	}
+	// Without a schedule, the arrivals are the records less the repeated ones: a duplicated
+	// record does not make another arrival missing.
+	expected := int64(len(requests)) - repeats
 	if scheduled != nil {
 		expected = *scheduled
 	}
-	sort.Slice(indexes, func(a, b int) bool { return indexes[a] < indexes[b] })
 	var issues []string
-	repeated, outOfRange := false, false
+	repeated, outOfRange := repeats > 0, false
 	var distinctInRange int64
 	for i, v := range indexes {
 		if i > 0 && v == indexes[i-1] {
-			repeated = true
 			continue
 		}
 		if v < 0 || v >= expected {

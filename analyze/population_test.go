@@ -66,6 +66,9 @@ func TestCohortChecks(t *testing.T) {
 	}{
 		{"item 28 duplicate cannot mask a missing arrival", append(reqs(9, StatusOK), req(3, StatusOK, func(r *Request) { r.RequestID = "again"; r.XRequestID = ps("again") })),
 			window(), nil, false, []string{"request_index_repeated", "records_missing: 1 of 10"}},
+		{"a duplicated record without a schedule is no missing arrival", append(reqs(10, StatusOK), req(3, StatusOK)),
+			window(func(w *artifact.PhaseWindow) { w.ScheduledArrivals = nil }), nil, false,
+			[]string{"duplicate_request_id: 1", "duplicate_x_request_id: 1", "request_index_repeated"}},
 		{"item 29 duplicate request_id", nine(req(9, StatusOK, func(r *Request) { r.RequestID = "c1_measured_0" })), window(), nil, false, []string{"duplicate_request_id: 1"}},
 		{"item 29 duplicate x_request_id", nine(req(9, StatusOK, func(r *Request) { r.XRequestID = ps("stormlog-run-c1_measured_0") })), window(), nil, false, []string{"duplicate_x_request_id: 1"}},
 		{"item 29 index out of range", nine(req(9, StatusOK, func(r *Request) { r.RequestIndex = p64(12) })), window(), nil, false, []string{"records_missing: 1 of 10", "request_index_out_of_range"}},

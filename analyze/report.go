@@ -12,10 +12,13 @@ import (
 	"github.com/inferprobe/inferprobe/artifact"
 )
 
-// AnalysisVersion is the report's analysis_version. Version 2 divides every rate by the
-// case's rate interval (throughput.interval_seconds, interval_kind, numerator_cohort); the
-// version-1 key throughput.duration_seconds is gone, so a consumer must check this first.
-const AnalysisVersion = 2
+// AnalysisVersion is the report's analysis_version; a consumer must check it first. Version 2
+// divides every rate by the case's rate interval (throughput.interval_seconds, interval_kind,
+// numerator_cohort; the version-1 key throughput.duration_seconds is gone). Version 3 renames
+// cases.*.request_count (which counted successes) to successful_requests and
+// arrivals.offered_rate_per_second to intended_arrival_rate_per_second, and adds case_order,
+// summary.failure_reasons_omitted, summary.failed_requests_omitted and summary.session_closed.
+const AnalysisVersion = 3
 
 // Policy sources recorded in the report's slo block and each evaluation.
 const (
@@ -67,7 +70,7 @@ type SLOInfo struct {
 	Policy map[string]any `json:"policy"`
 }
 
-// Report is the version-2 analysis report. Workload is the subset of the infer.workload
+// Report is the analysis report (AnalysisVersion). Workload is the subset of the infer.workload
 // record that identifies the traffic (nil without one); SLO is nil without a policy;
 // Telemetry holds client_observation_scope, server_join, server_targets and vllm. Warnings
 // are for stderr ("Warning: …"), not part of the JSON.
@@ -78,7 +81,10 @@ type Report struct {
 	SLO             *SLOInfo               `json:"slo"`
 	Telemetry       map[string]any         `json:"telemetry"`
 	Cases           map[string]*CaseReport `json:"cases"`
-	Warnings        []string               `json:"-"`
+	// CaseOrder lists the cases in the order the workload gave them (infer.workload), then
+	// any case the workload does not name, by id; the text report follows it.
+	CaseOrder []string `json:"case_order"`
+	Warnings  []string `json:"-"`
 	// ScheduleKept says whether the load generator kept its schedule (scheduleKept); it is
 	// for the live exporter, not part of the JSON.
 	ScheduleKept bool        `json:"-"`
@@ -115,13 +121,13 @@ func WriteJSON(w io.Writer, r *Report) error {
 // from flags or a file overrides it.
 var ErrSLORecord = fmt.Errorf("%w: unusable infer.slo record", artifact.ErrInvalidArtifact)
 
-// Analyze computes the version-2 report of an artifact; see AnalyzeContext.
+// Analyze computes the report of an artifact; see AnalyzeContext.
 func Analyze(a *artifact.Artifact, opts Options) (*Report, error) {
 	return AnalyzeContext(context.Background(), a, opts)
 }
 
-// AnalyzeContext computes the version-2 report over the artifact's measured requests
-// (phase "measured"), case by case in case_id order, checking ctx between cases; it is
+// AnalyzeContext computes the report over the artifact's measured requests
+// (phase "measured"), case by case in the report's case order, checking ctx between cases; it is
 // AnalyzeInput(ctx, NewInput(a), opts). Errors: an artifact without an infer.session or
 // infer.request v1 record (artifact.Validate), or with an unusable infer.slo record that no
 // opts.Policy overrides (ErrSLORecord) — both match artifact.ErrInvalidArtifact — and ctx's
@@ -136,8 +142,8 @@ func AnalyzeContext(ctx context.Context, a *artifact.Artifact, opts Options) (*R
 	return AnalyzeInput(ctx, NewInput(a), opts)
 }
 
-// AnalyzeInput computes the version-2 report of a prepared artifact (NewInput, or ReadInput
-// for a file streamed without keeping its decoded requests), case by case in case_id order,
+// AnalyzeInput computes the report of a prepared artifact (NewInput, or ReadInput
+// for a file streamed without keeping its decoded requests), case by case in the report's case order,
 // checking ctx between cases. It first sets the server-evidence fields of every request from
 // opts.Server (joined by x_request_id; cleared without one). Errors: an input without an
 // infer.session or infer.request v1 record (Input.Validate), or with an unusable infer.slo
@@ -192,7 +198,8 @@ func AnalyzeInput(ctx context.Context, in *Input, opts Options) (*Report, error)
 	}
 	samples := systemSamples(a.Others)
 	withSpans := opts.Server != nil && len(opts.Server.Spans) > 0
-	for _, id := range ids {
+	rep.CaseOrder = caseOrder(a.Workload, ids)
+	for _, id := range rep.CaseOrder {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -203,6 +210,29 @@ func AnalyzeInput(ctx context.Context, in *Input, opts Options) (*Report, error)
 		return nil, err
 	}
 	return rep, nil
+}
+
+// caseOrder orders ids (sorted) as the workload lists its cases, then the others by id.
+func caseOrder(w *artifact.Workload, ids []string) []string {
+	has := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		has[id] = true
+	}
+	out := make([]string, 0, len(ids))
+	if w != nil {
+		for i := range w.Cases {
+			if id := w.Cases[i].CaseID; has[id] {
+				out = append(out, id)
+				delete(has, id)
+			}
+		}
+	}
+	for _, id := range ids {
+		if has[id] {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // choosePolicy applies the precedence flags/file > artifact > none, adding a warning when a

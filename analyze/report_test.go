@@ -115,13 +115,13 @@ func analyzeRecs(t *testing.T, opts Options, records ...rec) (*Report, string, s
 	return r, js.String(), txt.String()
 }
 
-// The version-2 report over a scheduled window.
+// The report over a scheduled window.
 func TestReportVersion2(t *testing.T) {
 	records := append([]rec{sessionRec("running")}, tenRequests()...)
 	records = append(records, windowRec(), workloadRec(rec{"mode": "fixed-rate", "rate_per_second": 10}, 10), sessionRec("completed"))
 	r, js, txt := analyzeRecs(t, Options{}, records...)
 	c := r.Cases["c1"]
-	if r.AnalysisVersion != 2 || c.Population.Offered != 10 || !c.Population.CohortValid || c.Intervals.Rate.Kind != KindScheduledWindow {
+	if r.AnalysisVersion != 3 || c.Population.Offered != 10 || !c.Population.CohortValid || c.Intervals.Rate.Kind != KindScheduledWindow {
 		t.Fatalf("report %+v", r)
 	}
 	tp := c.Throughput
@@ -139,7 +139,7 @@ func TestReportVersion2(t *testing.T) {
 	if _, ok := tree["cases"].(map[string]any)["c1"].(map[string]any)["throughput"].(map[string]any)["duration_seconds"]; ok {
 		t.Error("throughput.duration_seconds present")
 	}
-	if tree["analysis_version"] != 2.0 || tree["slo"] != nil {
+	if tree["analysis_version"] != 3.0 || tree["slo"] != nil {
 		t.Errorf("analysis_version %v slo %v", tree["analysis_version"], tree["slo"])
 	}
 	if !strings.Contains(txt, "rates per scheduled window of 1.00 s (arrival cohort)") {
@@ -218,7 +218,7 @@ func checkSortedKeys(t *testing.T, js string) {
 			stack[n-1].key = true
 		}
 	}
-	if !strings.HasPrefix(js, "{\n  \"analysis_version\": 2,\n") || !strings.HasSuffix(js, "}\n") {
+	if !strings.HasPrefix(js, "{\n  \"analysis_version\": 3,\n") || !strings.HasSuffix(js, "}\n") {
 		t.Errorf("not pretty-printed: %.60q", js)
 	}
 }
@@ -231,7 +231,7 @@ func TestReportSessionStatus(t *testing.T) {
 	}
 	interrupted := append(append([]rec{sessionRec("running")}, six...), workloadRec(rec{"mode": "fixed-rate", "rate_per_second": 10}, 10), sessionRec("interrupted"))
 	r, _, txt := analyzeRecs(t, Options{}, interrupted...)
-	if *r.Summary.SessionStatus != "interrupted" || r.Cases["c1"].Population.CohortValid || !strings.Contains(txt, "Session status: interrupted") ||
+	if *r.Summary.SessionStatus != "interrupted" || !r.Summary.SessionClosed || r.Cases["c1"].Population.CohortValid || !strings.Contains(txt, "Session status: interrupted\n") ||
 		!strings.Contains(txt, "phase_window_missing") || !strings.Contains(txt, "no rate interval (phase_window_missing)") {
 		t.Errorf("interrupted:\n%s", txt)
 	}
@@ -242,7 +242,8 @@ func TestReportSessionStatus(t *testing.T) {
 	}
 	// A producer killed before its final line leaves the running record last.
 	r, _, txt = analyzeRecs(t, Options{}, append([]rec{sessionRec("running")}, six...)...)
-	if *r.Summary.SessionStatus != "running" || !strings.Contains(txt, "Session status: running") {
+	if *r.Summary.SessionStatus != "running" || r.Summary.SessionClosed ||
+		!strings.Contains(txt, "Session status: never closed (no final infer.session record: the producer was killed, or is still running)\n") {
 		t.Errorf("killed:\n%s", txt)
 	}
 }

@@ -19,8 +19,17 @@ type Summary struct {
 	// FailureReasons are the most common reasons of the failed requests (at most
 	// MaxFailureReasons, most frequent first): what to fix first when a run fails.
 	FailureReasons []FailureReason `json:"failure_reasons"`
-	CaseCount      int             `json:"case_count"`
-	SessionStatus  *string         `json:"session_status"`
+	// FailureReasonsOmitted counts the distinct reasons beyond FailureReasons, and
+	// FailedRequestsOmitted the failed requests they account for (0 and 0 when every reason
+	// is listed).
+	FailureReasonsOmitted int     `json:"failure_reasons_omitted"`
+	FailedRequestsOmitted int     `json:"failed_requests_omitted"`
+	CaseCount             int     `json:"case_count"`
+	SessionStatus         *string `json:"session_status"`
+	// SessionClosed says whether the artifact holds a final infer.session record (completed,
+	// interrupted or incomplete); false when it ends on the opening "running" record, as
+	// after kill -9, or without any.
+	SessionClosed bool `json:"session_closed"`
 }
 
 // MaxFailureReasons bounds Summary.FailureReasons.
@@ -80,8 +89,9 @@ func (f failureReasons) add(r *Request) {
 
 var localPortRe = regexp.MustCompile(`(\S+?):\d+->`)
 
-// top returns the MaxFailureReasons most frequent reasons, ties in key order.
-func (f failureReasons) top() []FailureReason {
+// top returns the MaxFailureReasons most frequent reasons, ties in key order, and how many
+// distinct reasons and failed requests the rest hold.
+func (f failureReasons) top() (top []FailureReason, omitted, omittedRequests int) {
 	keys := make([]failureKey, 0, len(f))
 	for k := range f {
 		keys = append(keys, k)
@@ -104,8 +114,12 @@ func (f failureReasons) top() []FailureReason {
 		}
 		return a.msg < b.msg
 	})
-	out := make([]FailureReason, 0, min(len(keys), MaxFailureReasons))
-	for _, k := range keys[:min(len(keys), MaxFailureReasons)] {
+	shown := min(len(keys), MaxFailureReasons)
+	for _, k := range keys[shown:] {
+		omittedRequests += f[k]
+	}
+	out := make([]FailureReason, 0, shown)
+	for _, k := range keys[:shown] {
 		fr := FailureReason{Status: k.status, Count: f[k]}
 		if k.hasHTTP {
 			fr.HTTPStatus = i64Ptr(k.http)
@@ -124,11 +138,11 @@ func (f failureReasons) top() []FailureReason {
 		}
 		out = append(out, fr)
 	}
-	return out
+	return out, len(keys) - shown, omittedRequests
 }
 
 // summarize sets each measured request's server evidence from server (joinServer) and counts
-// them into the report's summary; ids are the cases with requests, sorted.
+// them into the report's summary; ids are the cases with requests, sorted by case id.
 func summarize(in *Input, server *ServerEvidence) (sum Summary, ids []string) {
 	sum = Summary{FailuresByStatus: map[string]int{}}
 	reasons := failureReasons{}
@@ -152,7 +166,7 @@ func summarize(in *Input, server *ServerEvidence) (sum Summary, ids []string) {
 		}
 	}
 	sort.Strings(ids)
-	sum.FailureReasons = reasons.top()
+	sum.FailureReasons, sum.FailureReasonsOmitted, sum.FailedRequestsOmitted = reasons.top()
 	sum.FailureRate = share(sum.FailedRequests, sum.TotalRequests)
 	sum.CaseCount = len(ids)
 	a := in.Artifact
@@ -161,6 +175,7 @@ func summarize(in *Input, server *ServerEvidence) (sum Summary, ids []string) {
 	}
 	if final := a.FinalSession(); final != nil {
 		sum.SessionStatus = strPtr(final.Status)
+		sum.SessionClosed = true
 	}
 	return sum, ids
 }

@@ -7,15 +7,19 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/join"
 )
 
-// RenderText writes the text report: a header (totals, failures by status, failure rate,
-// workload digest, memory scope, the session status when it did not complete, the SLO policy)
-// and then, per case, one summary line and its optional lines: the rates line
+// RenderText writes the text report: a header (totals, failures by status, the most common
+// failure reasons and how many more there are, failure rate, workload digest, memory scope,
+// the session status when it did not complete, the SLO policy) and then, per case in the
+// report's case order, one summary line (a percentile over fewer successful values than its
+// sufficiency rule needs is marked "[insufficient n=N<NMIN]") and its optional lines: the rates line
 // naming the interval used, an invalid cohort, arrivals (open loops, or closed loops with drops
 // or failures, with the E2E-from-intended p95 for open loops), prompts (non-repeat modes),
-// cache (cold or reset) and the SLO line, e.g.
+// cache (cold or reset), memory (client-local peaks, server maxima once server telemetry is
+// joined) and the SLO line, e.g.
 //
 //	SLO cli: attainment 96.0%-98.5% of 200 offered, goodput 9.60-9.85 req/s, 5 unknown
 func RenderText(w io.Writer, r *Report) error {
@@ -32,6 +36,10 @@ func RenderText(w io.Writer, r *Report) error {
 	for _, fr := range s.FailureReasons {
 		fmt.Fprintf(b, "  %d× %s\n", fr.Count, failureReasonText(fr))
 	}
+	if s.FailureReasonsOmitted > 0 {
+		fmt.Fprintf(b, "  … and %d more %s (%d %s)\n", s.FailureReasonsOmitted, plural(s.FailureReasonsOmitted, "reason", "reasons"),
+			s.FailedRequestsOmitted, plural(s.FailedRequestsOmitted, "request", "requests"))
+	}
 	if s.FailureRate != nil {
 		fmt.Fprintf(b, "Failure rate: %.2f%%\n", *s.FailureRate*100)
 	} else {
@@ -47,8 +55,8 @@ func RenderText(w io.Writer, r *Report) error {
 	if err := renderVLLMSummary(b, r); err != nil {
 		return err
 	}
-	if s.SessionStatus != nil && *s.SessionStatus != "completed" {
-		fmt.Fprintf(b, "Session status: %s\n", *s.SessionStatus)
+	if line := sessionLine(s); line != "" {
+		fmt.Fprintln(b, line)
 	}
 	if r.SLO != nil {
 		fmt.Fprintf(b, "SLO policy: %s (digest %s, from %s)\n", r.SLO.Name, short(r.SLO.Digest), r.SLO.Source)
@@ -56,12 +64,7 @@ func RenderText(w io.Writer, r *Report) error {
 	if len(r.Cases) > 0 {
 		fmt.Fprintln(b)
 		fmt.Fprintln(b, "Cases:")
-		ids := make([]string, 0, len(r.Cases))
-		for id := range r.Cases {
-			ids = append(ids, id)
-		}
-		sort.Strings(ids)
-		for _, id := range ids {
+		for _, id := range r.CaseOrder {
 			for _, line := range caseLines(id, r.Cases[id]) {
 				fmt.Fprintln(b, line)
 			}
@@ -160,8 +163,10 @@ func words(s string) string {
 }
 
 func caseLines(id string, c *CaseReport) []string {
-	lines := []string{fmt.Sprintf("- %s: p50 E2E=%s ms, p95 E2E=%s ms, p50 TTFT=%s ms, output=%s tok/s, requests=%s req/s",
-		id, num(c.LatencyMs["e2e_p50"]), num(c.LatencyMs["e2e_p95"]), num(c.LatencyMs["ttft_p50"]),
+	lines := []string{fmt.Sprintf("- %s: p50 E2E=%s ms%s, p95 E2E=%s ms%s, p50 TTFT=%s ms%s, output=%s tok/s, requests=%s req/s",
+		id, num(c.LatencyMs["e2e_p50"]), c.insufficient(artifact.MetricE2E, "p50"),
+		num(c.LatencyMs["e2e_p95"]), c.insufficient(artifact.MetricE2E, "p95"),
+		num(c.LatencyMs["ttft_p50"]), c.insufficient(artifact.MetricTTFT, "p50"),
 		num(c.Throughput.OutputTokensPerSecond), num(c.Throughput.RequestsPerSecond))}
 	lines = append(lines, "  "+ratesLine(c.Intervals))
 	if !c.Population.CohortValid {
@@ -184,6 +189,9 @@ func caseLines(id string, c *CaseReport) []string {
 	}
 	if c.SLO != nil {
 		lines = append(lines, "  "+SLOLine(c.SLO))
+	}
+	if line := memoryLine(c.Memory); line != "" {
+		lines = append(lines, line)
 	}
 	if cov := c.Memory.ServerCoverage; cov.Status != "not_joined" {
 		line := "  server coverage: " + cov.Status
@@ -241,7 +249,7 @@ func arrivalLines(c *CaseReport) []string {
 		parts = append(parts, fmt.Sprintf("dispatch lag p95 %.2f ms", *a.DispatchLagMs.P95))
 	}
 	if due := c.LatencyMs["e2e_from_intended_p95"]; a.Mode != ModeClosed && due != nil {
-		parts = append(parts, fmt.Sprintf("E2E-from-intended p95 %.2f ms", *due))
+		parts = append(parts, fmt.Sprintf("E2E-from-intended p95 %.2f ms%s", *due, c.insufficient(artifact.MetricE2EFromIntended, "p95")))
 	}
 	return []string{"  arrivals: " + strings.Join(parts, ", ")}
 }

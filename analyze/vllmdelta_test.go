@@ -115,7 +115,8 @@ func TestEngineRestartAndForeignScrapes(t *testing.T) {
 		t.Errorf("%d epochs, want 2", len(blk.Engine.Epochs))
 	}
 	text := renderVLLMText(t, blk)
-	for _, want := range []string{"vLLM telemetry: the server restarted 1 time during the run\n", "  vllm: unresolved (engine_restart)\n"} {
+	for _, want := range []string{"vLLM telemetry: the server restarted 1 time during the run\n", "  vllm: unresolved (engine_restart)\n",
+		"preemptions unresolved (engine_restart); ", "; queue time unresolved (engine_restart); token rates unresolved (engine_restart)\n"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("text lacks %q:\n%s", want, text)
 		}

@@ -186,7 +186,7 @@ func TestSwappedCapturesAreCounterResets(t *testing.T) {
 func TestRealCapturesText(t *testing.T) {
 	text := renderVLLMText(t, VLLMTelemetry(scrapeWindow(t, preText, postText), []string{testCase}, nil))
 	want := []string{
-		"vLLM telemetry: 2 scrapes ok, 0 failed; engine label(s) 0; engine-aggregate, no per-request attribution\n",
+		"vLLM telemetry: 2 scrapes ok, 0 failed; 1 engine (engine=\"0\"); engine-aggregate, no per-request attribution\n",
 		"case " + testCase + ":\n",
 		"  vllm engine 0: waiting max 0 mean 0; running max 0; preemptions 0; kv usage max 0.0% (0 of 107,233 blocks); prefix hits 0 of 16,384 tokens; queue time mean 8.11 ms over 32 requests; 1,260 prompt and 315.08 generated tok/s over 13.00 s (incl. drain)\n",
 	}

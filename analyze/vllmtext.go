@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/inferprobe/inferprobe/artifact"
 )
 
 // SpanCounts is what the summary line says about spans when the span join
@@ -43,7 +45,7 @@ func RenderVLLMText(w io.Writer, b *VLLMBlock) error {
 
 // RenderVLLMSummary writes the run-wide lines:
 //
-//	vLLM telemetry: 4 scrapes ok, 0 failed; engine label(s) 0; engine-aggregate, no per-request attribution
+//	vLLM telemetry: 4 scrapes ok, 0 failed; 1 engine (engine="0"); engine-aggregate, no per-request attribution
 //	vLLM telemetry: the server restarted 1 time during the run
 //	vLLM telemetry: retired series: vllm:gpu_cache_usage_perc (now vllm:kv_cache_usage_perc)
 //	vLLM telemetry: removed series: …
@@ -55,11 +57,7 @@ func RenderVLLMSummary(w io.Writer, b *VLLMBlock, spans *SpanCounts) error {
 		return nil
 	}
 	e := b.Engine
-	engines := strings.Join(e.Engines, ", ")
-	if engines == "" {
-		engines = "none seen"
-	}
-	line := fmt.Sprintf("vLLM telemetry: %d scrapes ok, %d failed; engine label(s) %s; ", e.Scrapes.OK, e.Scrapes.Failed, engines)
+	line := fmt.Sprintf("vLLM telemetry: %d scrapes ok, %d failed; %s; ", e.Scrapes.OK, e.Scrapes.Failed, enginesText(e.Engines))
 	if spans != nil {
 		line += fmt.Sprintf("spans %d (%d joined); ", spans.Total, spans.Joined)
 	}
@@ -115,6 +113,20 @@ func RenderVLLMCase(w io.Writer, c *VLLMCaseBlock) error {
 	return writeLines(w, lines)
 }
 
+// enginesText names the engines the scrapes saw by their engine label: `1 engine
+// (engine="0")`, `2 engines (engine="0", "1")`, or "no engine label on the vllm: series"
+// (a server that exports none).
+func enginesText(engines []string) string {
+	if len(engines) == 0 {
+		return "no engine label on the vllm: series"
+	}
+	labels := make([]string, len(engines))
+	for i, e := range engines {
+		labels[i] = strconv.Quote(e)
+	}
+	return fmt.Sprintf("%d %s (engine=%s)", len(engines), plural(len(engines), "engine", "engines"), strings.Join(labels, ", "))
+}
+
 // engineOrder sorts engine labels numerically where they are numbers.
 func engineOrder(m map[string]*VLLMEngineBlock) []string {
 	ids := make([]string, 0, len(m))
@@ -152,27 +164,94 @@ func engineLine(eb *VLLMEngineBlock) string {
 	if kv.NumGPUBlocks != nil {
 		kvText += fmt.Sprintf(" (%s of %s blocks)", intText(kv.MaxBlocksInUse), intText(kv.NumGPUBlocks))
 	}
-	var queueMean, queueCount *float64
-	if h := eb.Histograms["queue_time"]; h != nil && h.State == StateResolved {
-		c := h.Count
-		queueCount = &c
-		if h.Mean != nil {
-			ms := *h.Mean * 1000
-			queueMean = &ms
-		}
-	}
 	r := eb.Derived.Rates
 	p := eb.Derived.PrefixCache
 	parts := []string{
 		fmt.Sprintf("waiting max %s mean %s", vllmNum(waiting.Max), vllmNum(waiting.Mean)),
 		fmt.Sprintf("running max %s", vllmNum(running.Max)),
-		fmt.Sprintf("preemptions %s", vllmNum(resolvedDelta(eb, "preemptions"))),
+		counterText(eb, "preemptions", func(v *float64) string { return "preemptions " + vllmNum(v) }),
 		kvText,
-		fmt.Sprintf("prefix hits %s of %s tokens", vllmNum(p.Hits), vllmNum(p.Queries)),
-		fmt.Sprintf("queue time mean %s ms over %s requests", vllmNum(queueMean), vllmNum(queueCount)),
-		fmt.Sprintf("%s prompt and %s generated tok/s over %s s (incl. drain)", vllmNum(r.PromptTokensPerSecond), vllmNum(r.GenerationTokensPerSecond), fixed2(r.WindowSeconds)),
+		counterText(eb, "prefix_cache_hits", func(*float64) string {
+			return fmt.Sprintf("prefix hits %s of %s tokens", vllmNum(p.Hits), vllmNum(p.Queries))
+		}),
+		queueText(eb.Histograms["queue_time"]),
+		counterText(eb, "generation_tokens", func(*float64) string {
+			return fmt.Sprintf("%s prompt and %s generated tok/s over %s s (incl. drain)", vllmNum(r.PromptTokensPerSecond), vllmNum(r.GenerationTokensPerSecond), fixed2(r.WindowSeconds))
+		}),
 	}
 	return strings.Join(parts, "; ")
+}
+
+// fieldNames are the words the engine line uses for a field it cannot give.
+var fieldNames = map[string]string{
+	"preemptions":       "preemptions",
+	"prefix_cache_hits": "prefix hits",
+	"generation_tokens": "token rates",
+	"queue_time":        "queue time",
+}
+
+// counterText renders a counter field with resolved, which gets the field's delta; a field
+// the server did not export reads "<name> not exported", an unresolved one "<name>
+// unresolved (<reasons>)" — never a sentence of "n/a".
+func counterText(eb *VLLMEngineBlock, field string, resolved func(*float64) string) string {
+	f := eb.Counters[field]
+	switch {
+	case f == nil:
+		return fieldNames[field] + " not exported"
+	case f.State != StateResolved:
+		return fieldNames[field] + " unresolved (" + reasonsText(f.State, f.Reasons, counterLabelStates(f)) + ")"
+	}
+	return resolved(f.Delta)
+}
+
+// queueText is the engine line's queue-time part: the mean (ms) over the requests the
+// histogram counted, or why there is none.
+func queueText(h *HistogramField) string {
+	switch {
+	case h == nil:
+		return fieldNames["queue_time"] + " not exported"
+	case h.State != StateResolved:
+		states := make([]string, 0, len(h.ByLabel))
+		for _, d := range h.ByLabel {
+			states = append(states, d.State)
+		}
+		return fieldNames["queue_time"] + " unresolved (" + reasonsText(h.State, h.Reasons, states) + ")"
+	}
+	var mean *float64
+	if h.Mean != nil {
+		mean = artifact.Ptr(*h.Mean * 1000)
+	}
+	c := h.Count
+	return fmt.Sprintf("queue time mean %s ms over %s requests", vllmNum(mean), vllmNum(&c))
+}
+
+func counterLabelStates(f *CounterField) []string {
+	states := make([]string, 0, len(f.ByLabel))
+	for _, d := range f.ByLabel {
+		states = append(states, d.State)
+	}
+	return states
+}
+
+// reasonsText names why a field is unresolved: its own reasons, else the distinct states of
+// its label sets other than resolved, else its state; sorted, comma-separated.
+func reasonsText(state string, reasons, labelStates []string) string {
+	if len(reasons) > 0 {
+		return strings.Join(reasons, ", ")
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range labelStates {
+		if s != StateResolved && s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return state
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
 }
 
 // gaugeStats returns a gauge's statistics without extra labels.

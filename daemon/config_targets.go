@@ -4,10 +4,10 @@ import (
 	"net/url"
 	"os"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/loadgen"
 	"github.com/inferprobe/inferprobe/scrape/vllm"
 )
 
@@ -50,10 +50,11 @@ func loadTarget(key string, t TargetFile) (*Target, error) {
 	}
 	tg := &Target{Name: t.Name, Endpoint: t.Endpoint, Model: t.Model, ScrapeInterval: DefaultScrapeInterval}
 	if t.BaseURL != "" {
-		tg.Endpoint = strings.TrimRight(t.BaseURL, "/") + "/chat/completions"
-		if strings.HasSuffix(strings.TrimRight(t.BaseURL, "/"), "/chat/completions") {
+		endpoint, err := loadgen.ChatCompletionsURL(t.BaseURL)
+		if err != nil {
 			return nil, cfgErr(key+".base_url", "is the /v1 base (…/v1); give a full …/chat/completions URL as endpoint")
 		}
+		tg.Endpoint = endpoint
 	}
 	if t.APIKeyEnv != "" {
 		if !envNameRe.MatchString(t.APIKeyEnv) {

@@ -148,6 +148,13 @@ slos:`, "every: 5m", "every: 90s\n    spans_drain: 250ms"), func(t *testing.T, c
 					t.Errorf("metrics url %q", c.Targets[0].MetricsURL)
 				}
 			}},
+		{"base url with a query", replace(baseYAML, "base_url: http://127.0.0.1:8000/v1/", "base_url: http://127.0.0.1:8000/v1/?tenant=a"),
+			func(t *testing.T, c *Config) {
+				// The path is joined before the query, as profile --base-url does.
+				if tg := c.Targets[0]; tg.Endpoint != "http://127.0.0.1:8000/v1/chat/completions?tenant=a" || tg.MetricsURL != "http://127.0.0.1:8000/metrics" {
+					t.Errorf("endpoint %q metrics %q", tg.Endpoint, tg.MetricsURL)
+				}
+			}},
 		{"no metrics url", replace(baseYAML, "    metrics_url: default\n", ""), func(t *testing.T, c *Config) {
 			if c.Targets[0].MetricsURL != "" {
 				t.Errorf("metrics url %q", c.Targets[0].MetricsURL)

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"errors"
 	"net/url"
 	"strings"
 	"time"
@@ -153,15 +154,34 @@ func (w *Workload) checkGiven() error {
 	return nil
 }
 
-// endpointOf is the Chat Completions URL of a /v1 base URL.
+// endpointOf is the Chat Completions URL of a /v1 base URL (ChatCompletionsURL), with the
+// flag's errors.
 func endpointOf(baseURL string) (string, error) {
+	endpoint, err := ChatCompletionsURL(baseURL)
+	switch {
+	case errors.Is(err, ErrBaseIsEndpoint):
+		return "", flagErr("base-url", "--base-url is the /v1 base (…/v1); give a full …/chat/completions URL with --endpoint")
+	case err != nil:
+		return "", flagErr("base-url", "--base-url is not a URL: %v", artifact.RedactURL(baseURL))
+	}
+	return endpoint, nil
+}
+
+// ErrBaseIsEndpoint: a base URL that already ends in /chat/completions.
+var ErrBaseIsEndpoint = errors.New("the base URL already ends in /chat/completions")
+
+// ChatCompletionsURL is the Chat Completions URL of a /v1 base URL: /chat/completions joined
+// to its path (trailing slashes dropped), its query and credentials kept as given, e.g.
+// "http://h:8000/v1?key=x" → "http://h:8000/v1/chat/completions?key=x". Errors: the URL does
+// not parse (url.Parse's error), or ErrBaseIsEndpoint.
+func ChatCompletionsURL(baseURL string) (string, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil {
-		return "", flagErr("base-url", "--base-url is not a URL: %v", artifact.RedactURL(baseURL))
+		return "", err
 	}
 	base := strings.TrimRight(u.Path, "/")
 	if strings.HasSuffix(base, "/chat/completions") {
-		return "", flagErr("base-url", "--base-url is the /v1 base (…/v1); give a full …/chat/completions URL with --endpoint")
+		return "", ErrBaseIsEndpoint
 	}
 	u.Path = base + "/chat/completions"
 	u.RawPath = ""

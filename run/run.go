@@ -73,7 +73,7 @@ func (p *Pipeline) Execute(ctx context.Context) *Result {
 	}
 	w, err := artifact.NewWriter(spec.Output)
 	if err != nil {
-		return failed(spec, res, fmt.Errorf("%w: %w", ErrOpen, err))
+		return failed(spec, res, &OpenError{Path: spec.Output, Err: err})
 	}
 	r := &run{spec: spec, sessionID: artifact.NewSessionID(), host: artifact.HostIdentity(), started: time.Now(), w: w}
 	res.Path, res.SessionID = spec.Output, r.sessionID

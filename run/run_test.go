@@ -106,7 +106,7 @@ func TestPipelineRecordsAndJudgement(t *testing.T) {
 	if bytes.Contains(data, []byte("inferprobe.live.")) {
 		t.Fatal("a transient record reached the artifact")
 	}
-	if rc := res.Report.Cases["c3_in32_out8"].RequestCount; rc != 12 {
+	if rc := res.Report.Cases["c3_in32_out8"].SuccessfulRequests; rc != 12 {
 		t.Fatalf("report request count %d", rc)
 	}
 	if len(warnings) != 0 {

@@ -131,5 +131,16 @@ func (r *Result) Succeeded() bool {
 	return false
 }
 
-// ErrOpen is wrapped by Result.Err when the artifact could not be opened: nothing was sent.
+// ErrOpen is matched (errors.Is) by Result.Err when the artifact could not be opened: nothing
+// was sent. The error is an *OpenError, which names the cause.
 var ErrOpen = errors.New("cannot open the artifact")
+
+// OpenError is Result.Err when the artifact at Path could not be opened; Err is the cause
+// (e.g. "open /proc/x/a.jsonl: no such file or directory"). It matches ErrOpen and Err.
+type OpenError struct {
+	Path string
+	Err  error
+}
+
+func (e *OpenError) Error() string   { return ErrOpen.Error() + ": " + e.Err.Error() }
+func (e *OpenError) Unwrap() []error { return []error{ErrOpen, e.Err} }

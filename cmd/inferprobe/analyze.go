@@ -37,7 +37,7 @@ func newAnalyzeCmd() *cobra.Command {
 	var af analyzeFlags
 	cmd := &cobra.Command{
 		Use:   "analyze ARTIFACT",
-		Short: "Turn an artifact into the version-2 report: populations, rates, latency quantiles with confidence intervals, SLO attainment and goodput",
+		Short: "Turn an artifact into the report: populations, rates, latency quantiles with confidence intervals, SLO attainment and goodput",
 		Long: `analyze reads a JSONL artifact written by profile and reports, per workload case, who
 was counted (population and cohort checks), over which interval every rate is divided,
 latency quantiles with their order-statistic confidence intervals, and — with a policy from
@@ -190,7 +190,7 @@ func renderReport(w io.Writer, rep *analyze.Report, format string) error {
 	return analyze.RenderText(w, rep)
 }
 
-// analyzeArtifactReport reads the artifact at path and computes its version-2 report; see
+// analyzeArtifactReport reads the artifact at path and computes its report; see
 // analyzeArtifactReportContext. The profile command calls it at the end of a run to print
 // the text report (analyze.RenderText) of the artifact it just wrote.
 func analyzeArtifactReport(path string, opts analyze.Options) (*analyze.Report, error) {
@@ -199,7 +199,7 @@ func analyzeArtifactReport(path string, opts analyze.Options) (*analyze.Report, 
 
 // analyzeArtifactReportContext streams the artifact at path (analyze.ReadInput: each
 // infer.request is converted to the analysis view as it is read, so memory grows with the
-// analysis view only) and computes its version-2 report with opts. When opts.Scheduler is
+// analysis view only) and computes its report with opts. When opts.Scheduler is
 // nil and the artifact records a workload, the scheduler recomputes open-loop schedules with
 // the generator's own code (loadgen.WorkloadScheduler), so a Poisson case's endpoint and a
 // duration-limited Poisson case's arrival count are checked too. A truncated last line is

@@ -60,8 +60,8 @@ type e2eReport struct {
 		SessionStatus      string         `json:"session_status"`
 	} `json:"summary"`
 	Cases map[string]struct {
-		RequestCount int `json:"request_count"`
-		Population   struct {
+		SuccessfulRequests int `json:"successful_requests"`
+		Population         struct {
 			Offered     int    `json:"offered"`
 			Scheduled   *int64 `json:"scheduled"`
 			Sent        int    `json:"sent"`
@@ -170,7 +170,7 @@ func TestAnalyzeEndToEnd(t *testing.T) {
 			}
 
 			// report vs artifact
-			if rep.AnalysisVersion != 2 || rep.Summary.TotalRequests != measured || rep.Summary.SuccessfulRequests != ok ||
+			if rep.AnalysisVersion != 3 || rep.Summary.TotalRequests != measured || rep.Summary.SuccessfulRequests != ok ||
 				rep.Summary.FailedRequests != measured-ok || rep.Summary.CaseCount != 1 || rep.Summary.SessionStatus != "completed" {
 				t.Fatalf("summary %+v; artifact %d measured, %d ok, statuses %v", rep.Summary, measured, ok, byStatus)
 			}
@@ -183,7 +183,7 @@ func TestAnalyzeEndToEnd(t *testing.T) {
 			if !found {
 				t.Fatalf("no case %s in %v", caseID, rep.Cases)
 			}
-			if c.RequestCount != ok || c.Population.Offered != measured || c.Population.Successful != ok ||
+			if c.SuccessfulRequests != ok || c.Population.Offered != measured || c.Population.Successful != ok ||
 				c.Population.Sent != measured-byStatus["dropped"] || !c.Population.CohortValid || c.Tokens.OutputTokens != outTokens ||
 				c.Streaming.Responses != ok || c.Latency.Metrics["client.e2e"].Successful["p50"].N != ok {
 				t.Fatalf("case %+v; artifact %d measured, %d ok, %d output tokens", c, measured, ok, outTokens)

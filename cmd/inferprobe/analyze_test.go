@@ -194,7 +194,7 @@ func TestAnalyzeTextReport(t *testing.T) {
 		"SLO policy: cli (digest ",
 		// TTFT p50 over [100, 300, 150] = 150; e2e p50 over [400, 600, 500] = 500, p95 at
 		// rank 1.9 = 500 + 0.9·100 = 590; 3 successes and 30 tokens over the 1 s window.
-		fmt.Sprintf("- %s: p50 E2E=500.00 ms, p95 E2E=590.00 ms, p50 TTFT=150.00 ms, output=30.00 tok/s, requests=3.00 req/s\n", caseID),
+		fmt.Sprintf("- %s: p50 E2E=500.00 ms [insufficient n=3<20], p95 E2E=590.00 ms [insufficient n=3<230], p50 TTFT=150.00 ms [insufficient n=3<20], output=30.00 tok/s, requests=3.00 req/s\n", caseID),
 		"  rates per scheduled window of 1.00 s (arrival cohort)\n",
 		"  arrivals: fixed-rate, offered 4, sent 4, timeout 1, peak in flight 1, dispatch lag p95 0.00 ms, E2E-from-intended p95 ",
 		// the example: met 2 of 4 → attainment 50%, goodput 2 req/s
@@ -281,8 +281,8 @@ func TestAnalyzeJSONReport(t *testing.T) {
 			t.Errorf("stderr lacks %q: %q", want, stderr)
 		}
 	}
-	if !strings.HasPrefix(stdout, "{\n  \"analysis_version\": 2,\n") || !strings.HasSuffix(stdout, "}\n") {
-		t.Fatalf("not pretty-printed JSON starting with analysis_version 2:\n%.200s", stdout)
+	if !strings.HasPrefix(stdout, "{\n  \"analysis_version\": 3,\n") || !strings.HasSuffix(stdout, "}\n") {
+		t.Fatalf("not pretty-printed JSON starting with analysis_version 3:\n%.200s", stdout)
 	}
 	keysSorted(t, []byte(stdout))
 	var rep struct {
@@ -312,7 +312,7 @@ func TestAnalyzeJSONReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := rep.Cases[wl.Cases[0].CaseID]
-	if rep.AnalysisVersion != 2 || rep.Summary.TotalRequests != 4 || rep.Summary.SuccessfulRequests != 3 ||
+	if rep.AnalysisVersion != 3 || rep.Summary.TotalRequests != 4 || rep.Summary.SuccessfulRequests != 3 ||
 		rep.Summary.FailuresByStatus["timeout"] != 1 || rep.Summary.SessionStatus != "completed" ||
 		rep.SLO.Name != "cli" || rep.SLO.Source != "flags" {
 		t.Fatalf("report %+v", rep)

@@ -242,8 +242,8 @@ func runProfile(ctx context.Context, stdout, stderr io.Writer, spec run.Spec, qu
 	prog.start()
 	res := run.New(spec).Execute(ctx)
 	prog.stop()
-	if errors.Is(res.Err, run.ErrOpen) {
-		return res, usageErrorf("cannot open --output: %v", errors.Unwrap(res.Err))
+	if oe := (*run.OpenError)(nil); errors.As(res.Err, &oe) {
+		return res, usageErrorf("cannot open --output: %v", oe.Err)
 	}
 	runErr := res.Err
 	if res.ReportErr != nil {

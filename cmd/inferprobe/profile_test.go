@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -263,5 +264,27 @@ func TestDemoRuns(t *testing.T) {
 	_ = cmd.Process.Signal(os.Interrupt)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("demo --serve after SIGINT: %v\n%s", err, out.String())
+	}
+}
+
+// An --output that cannot be opened names the operating system's reason, exit 2.
+func TestProfileOutputUnopenable(t *testing.T) {
+	blocker := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{filepath.Join(blocker, "a.jsonl"), t.TempDir()} {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "INFERPROBE_TEST_ARGS="+strings.Join([]string{"profile", "--base-url", "http://127.0.0.1:1/v1",
+			"--model", "m", "--requests", "1", "--output", out}, "\x1f"))
+		text, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != exitUsage {
+			t.Fatalf("--output %s: %v, want exit 2\n%s", out, err, text)
+		}
+		if !strings.Contains(string(text), "Error: cannot open --output: ") || strings.Contains(string(text), "<nil>") ||
+			!(strings.Contains(string(text), "not a directory") || strings.Contains(string(text), "is a directory")) {
+			t.Errorf("--output %s:\n%s", out, text)
+		}
 	}
 }

@@ -185,7 +185,7 @@ func TestSimTwoEnginesTwoBlocks(t *testing.T) {
 		t.Errorf("engines' request_success deltas add to %v, want %d (each reported on its own)", total, n)
 	}
 	text := renderText(t, analyze.VLLMTelemetry([]artifact.VLLMScrape{start, end}, []string{"c1"}, nil))
-	if !strings.Contains(text, "engine label(s) 0, 1;") || !strings.Contains(text, "  vllm engine 0: ") || !strings.Contains(text, "  vllm engine 1: ") {
+	if !strings.Contains(text, "2 engines (engine=\"0\", \"1\");") || !strings.Contains(text, "  vllm engine 0: ") || !strings.Contains(text, "  vllm engine 1: ") {
 		t.Errorf("text:\n%s", text)
 	}
 }
