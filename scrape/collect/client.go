@@ -43,6 +43,11 @@ type ClientSampler struct {
 // is not available; psutil reads RSS only; nvidia-smi needs the nvidia-smi program (an error
 // otherwise, which the CLI reports as an unusable setting); none returns nil.
 func NewClientSampler(ctx context.Context, kind, sessionID string, every time.Duration, sink artifact.Sink) (*ClientSampler, error) {
+	return newClientSampler(ctx, kind, sessionID, every, sink, gpu.Open)
+}
+
+// newClientSampler is NewClientSampler with the NVML library auto opens (a Fake in tests).
+func newClientSampler(ctx context.Context, kind, sessionID string, every time.Duration, sink artifact.Sink, open func() (gpu.Library, error)) (*ClientSampler, error) {
 	if every <= 0 {
 		return nil, errors.New("the sample interval must be > 0")
 	}
@@ -51,7 +56,7 @@ func NewClientSampler(ctx context.Context, kind, sessionID string, every time.Du
 	case SamplerNone:
 		return nil, nil
 	case SamplerAuto:
-		if lib, err := gpu.Open(); err == nil && lib.Init() == nil {
+		if lib, err := open(); err == nil && lib.Init() == nil {
 			if dev, err := lib.DeviceByIndex(0); err == nil {
 				s.dev = dev
 			}

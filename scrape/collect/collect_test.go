@@ -170,7 +170,8 @@ func TestV2Device(t *testing.T) {
 
 func TestV1Fallback(t *testing.T) {
 	f := gpuFake()
-	f.Devices[0].Mem = gpu.Memory{Version: 1, TotalBytes: 80 << 30, UsedBytes: 51 << 30}
+	f.Devices[0].Mem = gpu.Memory{TotalBytes: 80 << 30, UsedBytes: 51 << 30}
+	f.Devices[0].NoV2 = true
 	c, s, _ := setup(t, f, "")
 	for range 2 {
 		if _, _, err := c.Poll(context.Background()); err != nil {

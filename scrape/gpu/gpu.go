@@ -22,6 +22,11 @@ var ErrNotAvailable = errors.New("NVML not available")
 // ErrNotFound is returned (wrapped) when no device has the requested index or UUID.
 var ErrNotFound = errors.New("GPU device not found")
 
+// ErrUnsupported is wrapped by the error of an NVML call that NVML answers
+// with ERROR_NOT_SUPPORTED or ERROR_FUNCTION_NOT_FOUND: the library has the
+// call but not for this device or driver.
+var ErrUnsupported = errors.New("NVML call not supported")
+
 // Library is an initialised-or-not NVML instance. Init must succeed before
 // any device lookup; Shutdown releases it. Implementations are safe for use
 // by one goroutine at a time.
@@ -63,8 +68,8 @@ type MIGInfo struct {
 
 // Memory is one reading of device memory, in bytes.
 type Memory struct {
-	// Version is 2 when nvmlDeviceGetMemoryInfo_v2 answered, 1 when the
-	// driver lacks it and nvmlDeviceGetMemoryInfo (v1) was used instead.
+	// Version is 2 when nvmlDeviceGetMemoryInfo_v2 answered, 1 when
+	// nvmlDeviceGetMemoryInfo (v1) was used instead (V1Reason says why).
 	Version int
 	// TotalBytes is the device's total framebuffer memory.
 	TotalBytes uint64
@@ -74,6 +79,13 @@ type Memory struct {
 	// ReservedBytes is memory set aside for the driver and firmware; nil for v1,
 	// which does not report it.
 	ReservedBytes *uint64
+	// FreeBytes is unallocated memory, NVML's own free figure (both
+	// versions). From v2, TotalBytes − UsedBytes would count the reserved
+	// bytes as free; FreeBytes does not.
+	FreeBytes uint64
+	// V1Reason says why v1 answered (the v2 symbol is absent from the driver,
+	// or the v2 call's error); "" for a v2 reading.
+	V1Reason string
 }
 
 // Process is one entry of a device's compute process list.
