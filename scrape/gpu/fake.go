@@ -145,10 +145,11 @@ func (h fakeHandle) MIG() (*MIGInfo, error) {
 
 func (h fakeHandle) Memory() (Memory, error) {
 	defer h.lock()()
-	if h.d.NoV2 {
-		return h.memoryV1()
+	var v2 memoryCall
+	if !h.d.NoV2 {
+		v2 = h.memoryV2
 	}
-	return h.memoryV2()
+	return readMemory(v2, h.memoryV1)
 }
 
 // memoryV2 answers as nvmlDeviceGetMemoryInfo_v2 would.
@@ -164,7 +165,7 @@ func (h fakeHandle) memoryV2() (Memory, error) {
 	if m.ReservedBytes != nil {
 		r = *m.ReservedBytes
 	}
-	return Memory{Version: 2, TotalBytes: m.TotalBytes, UsedBytes: m.UsedBytes, ReservedBytes: &r, FreeBytes: m.FreeBytes}, nil
+	return Memory{TotalBytes: m.TotalBytes, UsedBytes: m.UsedBytes, ReservedBytes: &r, FreeBytes: m.FreeBytes}, nil
 }
 
 // memoryV1 answers as nvmlDeviceGetMemoryInfo would: used includes reserved.
@@ -177,7 +178,7 @@ func (h fakeHandle) memoryV1() (Memory, error) {
 	if m.ReservedBytes != nil {
 		used += *m.ReservedBytes
 	}
-	return Memory{Version: 1, TotalBytes: m.TotalBytes, UsedBytes: used, FreeBytes: m.FreeBytes}, nil
+	return Memory{TotalBytes: m.TotalBytes, UsedBytes: used, FreeBytes: m.FreeBytes}, nil
 }
 
 func (h fakeHandle) ComputeProcesses() ([]Process, error) {

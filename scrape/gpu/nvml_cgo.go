@@ -148,19 +148,30 @@ func (d *nvmlDevice) MIG() (*MIGInfo, error) {
 }
 
 func (d *nvmlDevice) Memory() (Memory, error) {
+	var v2 memoryCall
 	if d.hasV2 {
-		m, r := d.d.GetMemoryInfo_v2()
-		if err := retErr("nvmlDeviceGetMemoryInfo_v2", r); err != nil {
-			return Memory{}, err
-		}
-		res := m.Reserved
-		return Memory{Version: 2, TotalBytes: m.Total, UsedBytes: m.Used, ReservedBytes: &res, FreeBytes: m.Free}, nil
+		v2 = d.memoryV2
 	}
+	return readMemory(v2, d.memoryV1)
+}
+
+// memoryV2 calls nvmlDeviceGetMemoryInfo_v2; only when the symbol exists.
+func (d *nvmlDevice) memoryV2() (Memory, error) {
+	m, r := d.d.GetMemoryInfo_v2()
+	if err := retErr("nvmlDeviceGetMemoryInfo_v2", r); err != nil {
+		return Memory{}, err
+	}
+	res := m.Reserved
+	return Memory{TotalBytes: m.Total, UsedBytes: m.Used, ReservedBytes: &res, FreeBytes: m.Free}, nil
+}
+
+// memoryV1 calls nvmlDeviceGetMemoryInfo.
+func (d *nvmlDevice) memoryV1() (Memory, error) {
 	m, r := d.d.GetMemoryInfo()
 	if err := retErr("nvmlDeviceGetMemoryInfo", r); err != nil {
 		return Memory{}, err
 	}
-	return Memory{Version: 1, TotalBytes: m.Total, UsedBytes: m.Used, FreeBytes: m.Free}, nil
+	return Memory{TotalBytes: m.Total, UsedBytes: m.Used, FreeBytes: m.Free}, nil
 }
 
 func (d *nvmlDevice) ComputeProcesses() ([]Process, error) {

@@ -5,6 +5,7 @@ package gpu
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -25,10 +26,10 @@ func mockServer(hasV2 bool) *server.Server {
 		dev := d.(*server.Device)
 		dev.IsMigDeviceHandleFunc = func() (bool, nvml.Return) { return false, nvml.SUCCESS }
 		dev.GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) {
-			return nvml.Memory_v2{Total: 141 << 30, Used: uint64(i+1) << 30, Reserved: 600 << 20}, nvml.SUCCESS
+			return nvml.Memory_v2{Total: 141 << 30, Used: uint64(i+1) << 30, Reserved: 600 << 20, Free: 141<<30 - uint64(i+1)<<30 - 600<<20}, nvml.SUCCESS
 		}
 		dev.GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) {
-			return nvml.Memory{Total: 141 << 30, Used: uint64(i+2) << 30}, nvml.SUCCESS
+			return nvml.Memory{Total: 141 << 30, Used: uint64(i+2) << 30, Free: 141<<30 - uint64(i+2)<<30}, nvml.SUCCESS
 		}
 		dev.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
 			return []nvml.ProcessInfo{{Pid: 77, UsedGpuMemory: 5 << 30}, {Pid: 78, UsedGpuMemory: math.MaxUint64}}, nvml.SUCCESS
@@ -57,7 +58,7 @@ func TestNVMLAdapterV2(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, err := byUUID.Memory()
-	if err != nil || m.Version != 2 || m.UsedBytes != 4<<30 || m.ReservedBytes == nil || *m.ReservedBytes != 600<<20 {
+	if err != nil || m.Version != 2 || m.UsedBytes != 4<<30 || m.ReservedBytes == nil || *m.ReservedBytes != 600<<20 || m.FreeBytes != 137<<30-600<<20 || m.V1Reason != "" {
 		t.Fatalf("memory %+v, %v", m, err)
 	}
 	if mig, err := d.MIG(); mig != nil || err != nil {
@@ -85,8 +86,45 @@ func TestNVMLAdapterV1Fallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, err := d.Memory()
-	if err != nil || m.Version != 1 || m.UsedBytes != 2<<30 || m.ReservedBytes != nil {
+	if err != nil || m.Version != 1 || m.UsedBytes != 2<<30 || m.ReservedBytes != nil || m.FreeBytes != 139<<30 || !strings.Contains(m.V1Reason, "absent") {
 		t.Fatalf("memory %+v, %v", m, err)
+	}
+}
+
+// The v2 symbol exists but the call answers NOT_SUPPORTED or
+// FUNCTION_NOT_FOUND: the reading comes from v1 and says why.
+func TestNVMLAdapterV2UnsupportedAtCallTime(t *testing.T) {
+	for _, r := range []nvml.Return{nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_FUNCTION_NOT_FOUND} {
+		s := mockServer(true)
+		dev := s.Devices[0].(*server.Device)
+		v2Calls := 0
+		dev.GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) { v2Calls++; return nvml.Memory_v2{}, r }
+		lib := NewNVML(s)
+		if err := lib.Init(); err != nil {
+			t.Fatal(err)
+		}
+		d, err := lib.DeviceByIndex(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := d.Memory()
+		if err != nil || m.Version != 1 || m.UsedBytes != 2<<30 || m.FreeBytes != 139<<30 || m.ReservedBytes != nil || v2Calls != 1 {
+			t.Fatalf("return %d: memory %+v, %v (v2 called %d times)", int32(r), m, err, v2Calls)
+		}
+		if !strings.Contains(m.V1Reason, "nvmlDeviceGetMemoryInfo_v2") || !strings.Contains(m.V1Reason, nvml.ErrorString(r)) {
+			t.Errorf("return %d: reason %q", int32(r), m.V1Reason)
+		}
+	}
+	// Any other error is the reading's error.
+	s := mockServer(true)
+	s.Devices[0].(*server.Device).GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) { return nvml.Memory_v2{}, nvml.ERROR_GPU_IS_LOST }
+	lib := NewNVML(s)
+	if err := lib.Init(); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := lib.DeviceByIndex(0)
+	if _, err := d.Memory(); err == nil || errors.Is(err, ErrUnsupported) {
+		t.Errorf("GPU lost: %v", err)
 	}
 }
 
