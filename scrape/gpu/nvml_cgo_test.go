@@ -5,6 +5,9 @@ package gpu
 import (
 	"errors"
 	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -170,5 +173,67 @@ func TestNVMLAdapterMIG(t *testing.T) {
 	m, err := d.Memory()
 	if err != nil || m.UsedBytes != 3<<30 || *m.ReservedBytes != 1<<20 {
 		t.Fatalf("memory %+v, %v", m, err)
+	}
+}
+
+// scripts/cgo-env.sh keeps go's C flags and adds the one that silences the deprecation
+// warnings of NVIDIA's header, which go-nvml's cgo code triggers: a C file calling one of the
+// header's deprecated functions compiles without a warning with the script's CGO_CFLAGS, and
+// with a warning without them.
+func TestCgoEnvSilencesNVMLDeprecations(t *testing.T) {
+	for _, tool := range []string{"bash", "go"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s on PATH", tool)
+		}
+	}
+	env := func(cflags string) []string {
+		out := []string{}
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "CGO_CFLAGS=") {
+				out = append(out, kv)
+			}
+		}
+		return append(out, "CGO_CFLAGS="+cflags)
+	}
+	script := filepath.Join("..", "..", "scripts", "cgo-env.sh")
+	for given, want := range map[string]string{
+		"":                                 "-O2 -g -Wno-deprecated-declarations",
+		"-O1":                              "-O1 -Wno-deprecated-declarations",
+		"-O2 -Wno-deprecated-declarations": "-O2 -Wno-deprecated-declarations",
+	} {
+		cmd := exec.Command("bash", "-c", `. "$0" && printf %s "$CGO_CFLAGS"`, script)
+		cmd.Env = env(given)
+		out, err := cmd.Output()
+		if err != nil || string(out) != want {
+			t.Fatalf("CGO_CFLAGS=%q: the script exports %q (%v), want %q", given, out, err, want)
+		}
+	}
+	dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/NVIDIA/go-nvml").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := exec.Command("go", "env", "CC").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(t.TempDir(), "deprecated.c")
+	code := "#include \"nvml.h\"\nnvmlReturn_t f(nvmlDevice_t d) { return nvmlDeviceFreezeNvLinkUtilizationCounter(d, 0, 0, NVML_FEATURE_ENABLED); }\n"
+	if err := os.WriteFile(src, []byte(code), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	compile := func(cflags string) string {
+		args := append(strings.Fields(cflags), "-I", filepath.Join(strings.TrimSpace(string(dir)), "pkg", "nvml"),
+			"-c", src, "-o", src+".o")
+		out, err := exec.Command(strings.TrimSpace(string(cc)), args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %v: %v\n%s", cc, args, err, out)
+		}
+		return string(out)
+	}
+	if out := compile("-O2 -g"); !strings.Contains(out, "-Wdeprecated-declarations") {
+		t.Fatalf("without the flag the compiler gave no deprecation warning: %q", out)
+	}
+	if out := compile("-O2 -g -Wno-deprecated-declarations"); out != "" {
+		t.Errorf("with the script's flags the compiler still says %q", out)
 	}
 }
