@@ -61,8 +61,9 @@ var (
 	// message starts with "oversized".
 	ErrOversized = errors.New("oversized")
 	// ErrUnparseable is wrapped by errors for a body that is not Prometheus
-	// text exposition (an HTML page, a JSON error, a truncated line) or has
-	// no sample at all; the message starts with "unparseable response".
+	// text exposition (an HTML page, a JSON error, a line cut before its
+	// value) or has no sample at all; the message starts with "unparseable
+	// response".
 	ErrUnparseable = errors.New("unparseable response")
 )
 
