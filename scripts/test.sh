@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Without go-nvml's ~150 lines of C deprecation warnings (the flags go uses, plus one).
+. scripts/cgo-env.sh
+
 # Debian packages the tests need: prometheus (the server the integration test scrapes the
 # daemon with, and promtool for `check rules` / `test rules` / `check config`). Without them
 # those tests skip locally; under CI (CI set) they fail.

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"google.golang.org/protobuf/proto"
@@ -96,17 +98,41 @@ func (m *engineMetrics) observeFinished(s *seq, code uint32) {
 // every counter starts again from zero with new _created stamps.
 type metricSet struct {
 	reg       *prometheus.Registry
+	proc      prometheus.Gatherer // the OS process series (vLLM's set, see processFamilies)
 	startTime time.Time
 	engines   []*engineMetrics
 	httpReqs  *prometheus.CounterVec
 }
 
+// processFamilies are the series of prometheus_client's process collector that vLLM's
+// /metrics has, less process_start_time_seconds: that one is the simulated engine's start
+// (gaugeCollector), so that a simulated restart moves it as a real restart does.
+// client_golang's process collector reads them from the OS for this process, with the same
+// names, types and help texts; its other series (process_virtual_memory_max_bytes,
+// process_network_*) vLLM does not have.
+var processFamilies = map[string]bool{
+	"process_virtual_memory_bytes": true, "process_resident_memory_bytes": true, "process_cpu_seconds_total": true,
+	"process_open_fds": true, "process_max_fds": true,
+}
+
+// newProcessGatherer gathers processFamilies from a registry of its own (one per metric set,
+// so any number of sims run in one process), where the collector's start time cannot clash
+// with the simulated one.
+func newProcessGatherer() prometheus.Gatherer {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		mfs, err := reg.Gather()
+		return slices.DeleteFunc(mfs, func(mf *dto.MetricFamily) bool { return !processFamilies[mf.GetName()] }), err
+	})
+}
+
 // newMetricSet builds the registry for engines (read by the gauge collector) at start: vLLM's
-// families, each engine's children bound to {model_name, engine}, http_requests_total, and
-// the gauges read at scrape time.
+// families, each engine's children bound to {model_name, engine}, http_requests_total, the
+// gauges read at scrape time, and the process series.
 func newMetricSet(cfg *Config, engines []*engine, start time.Time) *metricSet {
 	reg := prometheus.NewRegistry()
-	ms := &metricSet{reg: reg, startTime: start}
+	ms := &metricSet{reg: reg, proc: newProcessGatherer(), startTime: start}
 	vecs := newVLLMVecs(reg, cfg)
 	for i := 0; i < cfg.Engines; i++ {
 		ms.engines = append(ms.engines, vecs.bind(cfg.Model, itoa(i)))
@@ -282,16 +308,21 @@ func (g *gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descStart, prometheus.GaugeValue, float64(g.start.UnixNano())/1e9)
 }
 
-// gather returns the registry's families with, after every counter, histogram and summary
-// family, a gauge family of its children's creation times in unix seconds named like the
-// Python client's single-process exposition that vLLM serves: "<name>_created", with a
-// counter's "_total" suffix removed (vllm:prompt_tokens_total → vllm:prompt_tokens_created).
+// gather returns, as vLLM's page has them, the process series first (without _created
+// stamps, as prometheus_client writes none for them), then the registry's families with,
+// after every counter, histogram and summary family, a gauge family of its children's
+// creation times in unix seconds named like the Python client's single-process exposition
+// that vLLM serves: "<name>_created", with a counter's "_total" suffix removed
+// (vllm:prompt_tokens_total → vllm:prompt_tokens_created).
 func (ms *metricSet) gather() ([]*dto.MetricFamily, error) {
+	out, err := ms.proc.Gather()
+	if err != nil {
+		return nil, err
+	}
 	mfs, err := ms.reg.Gather()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*dto.MetricFamily, 0, 2*len(mfs))
 	for _, mf := range mfs {
 		out = append(out, mf)
 		var base string

@@ -35,8 +35,8 @@ func bucketBounds(m *dto.Metric) []float64 {
 }
 
 // TestMetricsMatchVLLMCapture compares the exposition with a real vLLM 0.30 /metrics
-// capture: every vllm: family there (and process_start_time_seconds) exists here with the
-// same type, label names and bucket boundaries, including the *_created gauges.
+// capture: every vllm: and process_ family there exists here with the same type, label
+// names, help and bucket boundaries, including the *_created gauges.
 func TestMetricsMatchVLLMCapture(t *testing.T) {
 	f, err := os.Open(capturePath)
 	if err != nil {
@@ -55,7 +55,7 @@ func TestMetricsMatchVLLMCapture(t *testing.T) {
 	got := scrape(t, s.URL())
 	checked := 0
 	for name, wf := range want {
-		if !strings.HasPrefix(name, "vllm:") && name != "process_start_time_seconds" {
+		if !strings.HasPrefix(name, "vllm:") && !strings.HasPrefix(name, "process_") {
 			continue
 		}
 		gf, ok := got[name]
@@ -88,7 +88,7 @@ func TestMetricsMatchVLLMCapture(t *testing.T) {
 			t.Errorf("%s: help %q, capture %q", name, gf.GetHelp(), wf.GetHelp())
 		}
 	}
-	if checked < 69 {
+	if checked < 74 {
 		t.Fatalf("only %d families compared", checked)
 	}
 	// Every counter and histogram has its _created gauge, stamped at start.
@@ -97,6 +97,40 @@ func TestMetricsMatchVLLMCapture(t *testing.T) {
 		v := mustSample(t, got, name, engine0)
 		if v < start-1 || v > start+5 {
 			t.Errorf("%s = %v, start %v", name, v, start)
+		}
+	}
+}
+
+// TestProcessCollector: each sim's /metrics has the process series vLLM's prometheus_client
+// exports, read from the OS (this test process): several sims in one process each have them,
+// exactly vLLM's set, and process_start_time_seconds once, the simulated engine's start.
+func TestProcessCollector(t *testing.T) {
+	a, b := startSim(t, fastConfig()), startSim(t, fastConfig())
+	for _, s := range []*Server{a, b} {
+		got := scrape(t, s.URL())
+		var names []string
+		for name := range got {
+			if strings.HasPrefix(name, "process_") {
+				names = append(names, name)
+			}
+		}
+		sort.Strings(names)
+		want := []string{"process_cpu_seconds_total", "process_max_fds", "process_open_fds",
+			"process_resident_memory_bytes", "process_start_time_seconds", "process_virtual_memory_bytes"}
+		if !slices.Equal(names, want) {
+			t.Errorf("process families %v, want %v", names, want)
+		}
+		if _, ok := got["process_cpu_seconds_created"]; ok {
+			t.Error("process_cpu_seconds_total has a _created gauge, which vLLM's page does not")
+		}
+		if rss := mustSample(t, got, "process_resident_memory_bytes", nil); rss < 1<<20 {
+			t.Errorf("process_resident_memory_bytes %v", rss)
+		}
+		if fds := mustSample(t, got, "process_open_fds", nil); fds < 3 {
+			t.Errorf("process_open_fds %v", fds)
+		}
+		if st, want := mustSample(t, got, "process_start_time_seconds", nil), float64(s.startNs.Load())/1e9; st != want {
+			t.Errorf("process_start_time_seconds %v, the simulated start %v", st, want)
 		}
 	}
 }

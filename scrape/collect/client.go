@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"strconv"
@@ -43,6 +44,12 @@ type ClientSampler struct {
 // is not available; psutil reads RSS only; nvidia-smi needs the nvidia-smi program (an error
 // otherwise, which the CLI reports as an unusable setting); none returns nil.
 func NewClientSampler(ctx context.Context, kind, sessionID string, every time.Duration, sink artifact.Sink) (*ClientSampler, error) {
+	return newClientSampler(ctx, kind, sessionID, every, sink, gpu.Open)
+}
+
+// newClientSampler is NewClientSampler with open, which opens the NVML library that auto
+// reads (gpu.Open, or a Fake in tests).
+func newClientSampler(ctx context.Context, kind, sessionID string, every time.Duration, sink artifact.Sink, open func() (gpu.Library, error)) (*ClientSampler, error) {
 	if every <= 0 {
 		return nil, errors.New("the sample interval must be > 0")
 	}
@@ -51,7 +58,7 @@ func NewClientSampler(ctx context.Context, kind, sessionID string, every time.Du
 	case SamplerNone:
 		return nil, nil
 	case SamplerAuto:
-		if lib, err := gpu.Open(); err == nil && lib.Init() == nil {
+		if lib, err := open(); err == nil && lib.Init() == nil {
 			if dev, err := lib.DeviceByIndex(0); err == nil {
 				s.dev = dev
 			}
@@ -126,11 +133,7 @@ func (s *ClientSampler) sample(ctx context.Context) *artifact.SystemSample {
 			r.DeviceID = artifact.Ptr(uuid)
 		}
 		if m, err := s.dev.Memory(); err == nil {
-			r.DeviceUsedBytes = artifact.Ptr(int64(m.UsedBytes))
-			r.DeviceTotalBytes = artifact.Ptr(int64(m.TotalBytes))
-			if m.TotalBytes >= m.UsedBytes {
-				r.DeviceFreeBytes = artifact.Ptr(int64(m.TotalBytes - m.UsedBytes))
-			}
+			readNVMLMemory(r, m)
 		} else {
 			r.Metadata["device_error"] = err.Error()
 		}
@@ -139,6 +142,25 @@ func (s *ClientSampler) sample(ctx context.Context) *artifact.SystemSample {
 		s.readSMI(ctx, r)
 	}
 	return r
+}
+
+// readNVMLMemory fills the device memory fields from one NVML reading: free is NVML's own
+// figure (from v2, total − used would count the driver-reserved bytes as free), and the
+// source says which call answered (v1's used includes driver-reserved memory; why v1 is in
+// metadata). A value over the int64 range stays null.
+func readNVMLMemory(r *artifact.SystemSample, m gpu.Memory) {
+	asInt := func(v uint64) *int64 {
+		if v > math.MaxInt64 {
+			return nil
+		}
+		return artifact.Ptr(int64(v))
+	}
+	r.DeviceUsedBytes, r.DeviceFreeBytes, r.DeviceTotalBytes = asInt(m.UsedBytes), asInt(m.FreeBytes), asInt(m.TotalBytes)
+	r.DeviceMemorySource = artifact.Ptr(SourceNVMLv2)
+	if m.Version != 2 {
+		r.DeviceMemorySource = artifact.Ptr(SourceNVMLv1)
+		r.Metadata["device_memory_v1_reason"] = m.V1Reason
+	}
 }
 
 // readSMI fills the device fields from one `nvidia-smi --query-gpu` line of device 0
@@ -169,6 +191,7 @@ func (s *ClientSampler) readSMI(ctx context.Context, r *artifact.SystemSample) {
 		return artifact.Ptr(n << 20)
 	}
 	r.DeviceUsedBytes, r.DeviceFreeBytes, r.DeviceTotalBytes = mib(f[2]), mib(f[3]), mib(f[4])
+	r.DeviceMemorySource = artifact.Ptr(SamplerNvidiaSMI)
 	if u, err := strconv.ParseFloat(f[5], 64); err == nil {
 		r.GPUUtilizationPercent = &u
 	}

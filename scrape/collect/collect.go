@@ -27,7 +27,9 @@ const (
 	SourcePsutil = "psutil"
 	// SourceNVMLv2: nvmlDeviceGetMemoryInfo_v2.
 	SourceNVMLv2 = "nvml.v2"
-	// SourceNVMLv1: nvmlDeviceGetMemoryInfo (v1 fallback, used includes reserved).
+	// SourceNVMLv1: nvmlDeviceGetMemoryInfo, when the driver lacks v2 or v2 answers
+	// NOT_SUPPORTED or FUNCTION_NOT_FOUND for the device. Its used includes the
+	// driver-reserved memory, which it does not report apart.
 	SourceNVMLv1 = "nvml.v1"
 	// SourceNVMLProcesses: nvmlDeviceGetComputeRunningProcesses.
 	SourceNVMLProcesses = "nvml.compute_processes"
@@ -376,13 +378,13 @@ func (c *Collector) pollMemory(now int64, usedM, resM string) error {
 	c.memSource = SourceNVMLv1
 	if !c.warnedV1 {
 		c.warnedV1 = true
-		c.cfg.Warn("NVML has no nvmlDeviceGetMemoryInfo_v2 on this driver; falling back to v1: used memory includes driver-reserved memory and reserved memory is not reported")
+		c.cfg.Warn(fmt.Sprintf("NVML memory v2 unavailable on %s (%s); falling back to v1: used memory includes driver-reserved memory and reserved memory is not reported", c.deviceUUID, mem.V1Reason))
 	}
-	detail := "v1 fallback (nvmlDeviceGetMemoryInfo_v2 unavailable): used includes driver-reserved memory"
+	detail := fmt.Sprintf("v1 fallback (%s): used includes driver-reserved memory", mem.V1Reason)
 	if err := c.value(now, usedM, SourceNVMLv1, mem.UsedBytes, &detail); err != nil {
 		return err
 	}
-	rd := "v1 fallback (nvmlDeviceGetMemoryInfo_v2 unavailable) does not report reserved memory"
+	rd := fmt.Sprintf("v1 fallback (%s) does not report reserved memory", mem.V1Reason)
 	return c.emit(now, resM, SourceNVMLv1, artifact.SampleMissing, 0, &rd)
 }
 

@@ -3,6 +3,7 @@ package collect
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -122,7 +123,7 @@ func val(t *testing.T, s artifact.TelemetrySample, want int64, source string) {
 func gpuFake() *gpu.Fake {
 	return &gpu.Fake{Devices: []*gpu.FakeDevice{{
 		UUIDValue: "GPU-aaaa",
-		Mem:       gpu.Memory{Version: 2, TotalBytes: 80 << 30, UsedBytes: 50 << 30, ReservedBytes: u64(512 << 20)},
+		Mem:       gpu.Memory{TotalBytes: 80 << 30, UsedBytes: 50 << 30, ReservedBytes: u64(512 << 20), FreeBytes: 80<<30 - 50<<30 - 512<<20},
 		Procs:     []gpu.Process{{PID: 1}, {PID: 4242, UsedBytes: u64(48 << 30)}},
 	}}}
 }
@@ -170,7 +171,8 @@ func TestV2Device(t *testing.T) {
 
 func TestV1Fallback(t *testing.T) {
 	f := gpuFake()
-	f.Devices[0].Mem = gpu.Memory{Version: 1, TotalBytes: 80 << 30, UsedBytes: 51 << 30}
+	f.Devices[0].Mem = gpu.Memory{TotalBytes: 80 << 30, UsedBytes: 51 << 30}
+	f.Devices[0].NoV2 = true
 	c, s, _ := setup(t, f, "")
 	for range 2 {
 		if _, _, err := c.Poll(context.Background()); err != nil {
@@ -189,6 +191,56 @@ func TestV1Fallback(t *testing.T) {
 	res := m[artifact.MetricDeviceMemoryReservedBytes]
 	if res.State != artifact.SampleMissing || res.ValueBytes != nil || res.Source != SourceNVMLv1 || res.Detail == nil {
 		t.Errorf("reserved %+v", res)
+	}
+}
+
+// A driver that has the v2 symbol but answers NOT_SUPPORTED or
+// FUNCTION_NOT_FOUND for the device: each reading comes from v1 and says so.
+func TestV2UnsupportedAtCallTimeFallsBackToV1(t *testing.T) {
+	for _, code := range []string{"Not Supported", "Function Not Found"} {
+		t.Run(code, func(t *testing.T) {
+			f := gpuFake()
+			f.Devices[0].V2Err = fmt.Errorf("nvmlDeviceGetMemoryInfo_v2: %w (%s)", gpu.ErrUnsupported, code)
+			c, s, _ := setup(t, f, "GPU-aaaa")
+			for range 2 {
+				if _, done, err := c.Poll(context.Background()); done || err != nil {
+					t.Fatal(done, err)
+				}
+			}
+			if len(s.warns) != 1 || !strings.Contains(s.warns[0], "v1") || !strings.Contains(s.warns[0], code) {
+				t.Errorf("want one v1 warning naming %q, got %q", code, s.warns)
+			}
+			for _, poll := range [][]artifact.TelemetrySample{s.samples[:4], s.samples[4:]} {
+				m := byMetric(t, poll)
+				used := m[artifact.MetricDeviceMemoryUsedBytes]
+				val(t, used, 50<<30+512<<20, SourceNVMLv1) // v1's used includes the reserved 512 MiB
+				if used.Detail == nil || !strings.Contains(*used.Detail, "includes driver-reserved") || !strings.Contains(*used.Detail, code) {
+					t.Errorf("used detail %v", used.Detail)
+				}
+				res := m[artifact.MetricDeviceMemoryReservedBytes]
+				if res.State != artifact.SampleMissing || res.Source != SourceNVMLv1 || res.Detail == nil {
+					t.Errorf("reserved %+v", res)
+				}
+				val(t, m[artifact.MetricProcessGPUUsedBytes], 48<<30, SourceNVMLProcesses)
+			}
+		})
+	}
+}
+
+// Any other error of the v2 call is the reading's error: v1 is not tried.
+func TestV2ErrorIsMissing(t *testing.T) {
+	f := gpuFake()
+	f.Devices[0].V2Err = errors.New("nvmlDeviceGetMemoryInfo_v2: GPU is lost")
+	c, s, _ := setup(t, f, "GPU-aaaa")
+	if _, _, err := c.Poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	used := byMetric(t, s.samples)[artifact.MetricDeviceMemoryUsedBytes]
+	if used.State != artifact.SampleMissing || used.Source != SourceNVMLv2 || used.Detail == nil || !strings.Contains(*used.Detail, "GPU is lost") {
+		t.Errorf("used %+v", used)
+	}
+	if len(s.warns) != 0 {
+		t.Errorf("warnings %q", s.warns)
 	}
 }
 

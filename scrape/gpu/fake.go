@@ -27,9 +27,18 @@ type FakeDevice struct {
 	// MIGInfo is returned by MIG (nil: a whole GPU).
 	MIGInfo *MIGInfo
 	MIGErr  error
-	// Mem is returned by Memory (set Mem.Version 1 and ReservedBytes nil to
-	// model a driver without the v2 call); MemErr is returned instead when set.
-	Mem    Memory
+	// Mem is the device's memory as the v2 call reports it (Version and
+	// V1Reason are ignored; a nil ReservedBytes reads as 0). The v1 call
+	// reports the same memory as v1 defines it: used includes reserved, and
+	// no reserved figure.
+	Mem Memory
+	// NoV2 models a driver without nvmlDeviceGetMemoryInfo_v2 (the symbol is
+	// absent).
+	NoV2 bool
+	// V2Err, when set, is the v2 call's answer (wrap ErrUnsupported to model
+	// ERROR_NOT_SUPPORTED or ERROR_FUNCTION_NOT_FOUND at call time).
+	V2Err error
+	// MemErr, when set, is every memory call's answer (a lost GPU, say).
 	MemErr error
 	// Procs is returned by ComputeProcesses; ProcsErr instead when set.
 	Procs    []Process
@@ -136,15 +145,40 @@ func (h fakeHandle) MIG() (*MIGInfo, error) {
 
 func (h fakeHandle) Memory() (Memory, error) {
 	defer h.lock()()
+	var v2 memoryCall
+	if !h.d.NoV2 {
+		v2 = h.memoryV2
+	}
+	return readMemory(v2, h.memoryV1)
+}
+
+// memoryV2 answers as nvmlDeviceGetMemoryInfo_v2 would.
+func (h fakeHandle) memoryV2() (Memory, error) {
+	switch {
+	case h.d.MemErr != nil:
+		return Memory{}, h.d.MemErr
+	case h.d.V2Err != nil:
+		return Memory{}, h.d.V2Err
+	}
+	m := h.d.Mem
+	r := uint64(0)
+	if m.ReservedBytes != nil {
+		r = *m.ReservedBytes
+	}
+	return Memory{TotalBytes: m.TotalBytes, UsedBytes: m.UsedBytes, ReservedBytes: &r, FreeBytes: m.FreeBytes}, nil
+}
+
+// memoryV1 answers as nvmlDeviceGetMemoryInfo would: used includes reserved.
+func (h fakeHandle) memoryV1() (Memory, error) {
 	if h.d.MemErr != nil {
 		return Memory{}, h.d.MemErr
 	}
 	m := h.d.Mem
+	used := m.UsedBytes
 	if m.ReservedBytes != nil {
-		r := *m.ReservedBytes
-		m.ReservedBytes = &r
+		used += *m.ReservedBytes
 	}
-	return m, nil
+	return Memory{TotalBytes: m.TotalBytes, UsedBytes: used, FreeBytes: m.FreeBytes}, nil
 }
 
 func (h fakeHandle) ComputeProcesses() ([]Process, error) {

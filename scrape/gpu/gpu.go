@@ -1,6 +1,7 @@
 // Package gpu is inferprobe's small view of NVIDIA's management library (NVML):
 // initialise, find a device by NVML index or by GPU/MIG UUID, read its memory
-// (v2 call with a v1 fallback that says so), list the processes running compute
+// (the v2 call, or v1 when the driver lacks v2 or v2 answers NOT_SUPPORTED or
+// FUNCTION_NOT_FOUND for the device, and the reading says so), list the processes running compute
 // work on it, and re-read its UUID to detect a swapped device.
 //
 // The go-nvml implementation (Open) exists only in cgo builds on Linux; every
@@ -21,6 +22,11 @@ var ErrNotAvailable = errors.New("NVML not available")
 
 // ErrNotFound is returned (wrapped) when no device has the requested index or UUID.
 var ErrNotFound = errors.New("GPU device not found")
+
+// ErrUnsupported is wrapped by the error of an NVML call that NVML answers
+// with ERROR_NOT_SUPPORTED or ERROR_FUNCTION_NOT_FOUND: the library has the
+// call but not for this device or driver.
+var ErrUnsupported = errors.New("NVML call not supported")
 
 // Library is an initialised-or-not NVML instance. Init must succeed before
 // any device lookup; Shutdown releases it. Implementations are safe for use
@@ -63,8 +69,8 @@ type MIGInfo struct {
 
 // Memory is one reading of device memory, in bytes.
 type Memory struct {
-	// Version is 2 when nvmlDeviceGetMemoryInfo_v2 answered, 1 when the
-	// driver lacks it and nvmlDeviceGetMemoryInfo (v1) was used instead.
+	// Version is 2 when nvmlDeviceGetMemoryInfo_v2 answered, 1 when
+	// nvmlDeviceGetMemoryInfo (v1) was used instead (V1Reason says why).
 	Version int
 	// TotalBytes is the device's total framebuffer memory.
 	TotalBytes uint64
@@ -74,6 +80,13 @@ type Memory struct {
 	// ReservedBytes is memory set aside for the driver and firmware; nil for v1,
 	// which does not report it.
 	ReservedBytes *uint64
+	// FreeBytes is unallocated memory, NVML's own free figure (both
+	// versions). From v2, TotalBytes − UsedBytes would count the reserved
+	// bytes as free; FreeBytes does not.
+	FreeBytes uint64
+	// V1Reason says why v1 answered (the v2 symbol is absent from the driver,
+	// or the v2 call's error); "" for a v2 reading.
+	V1Reason string
 }
 
 // Process is one entry of a device's compute process list.
@@ -84,6 +97,39 @@ type Process struct {
 	// UsedBytes is the GPU memory the process uses, nil when NVML does not
 	// report it (NVML_VALUE_NOT_AVAILABLE, e.g. under some MIG/WSL setups).
 	UsedBytes *uint64
+}
+
+// memoryCall is one of NVML's memory queries for one device; the reader
+// fills Version and V1Reason.
+type memoryCall func() (Memory, error)
+
+// readMemory is every Device's Memory rule: the v2 call answers unless it is
+// nil (the driver lacks the symbol) or its error wraps ErrUnsupported, in
+// which case v1 answers, with Version 1, no ReservedBytes and V1Reason saying
+// why. Any other v2 error is returned as is, without trying v1 (a lost GPU
+// fails both); a v1 error after an unsupported v2 names both.
+func readMemory(v2, v1 memoryCall) (Memory, error) {
+	reason := "nvmlDeviceGetMemoryInfo_v2 is absent from this driver"
+	if v2 != nil {
+		m, err := v2()
+		if err == nil {
+			m.Version, m.V1Reason = 2, ""
+			return m, nil
+		}
+		if !errors.Is(err, ErrUnsupported) {
+			return Memory{}, err
+		}
+		reason = err.Error()
+	}
+	m, err := v1()
+	if err != nil {
+		if v2 != nil {
+			return Memory{}, fmt.Errorf("%s; v1 fallback: %w", reason, err)
+		}
+		return Memory{}, err
+	}
+	m.Version, m.ReservedBytes, m.V1Reason = 1, nil, reason
+	return m, nil
 }
 
 // Open returns the NVML Library for this build. In builds without cgo or off

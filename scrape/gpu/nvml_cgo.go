@@ -24,10 +24,14 @@ type nvmlLibrary struct {
 // errNotInitialized is returned by every call made before a successful Init.
 var errNotInitialized = notAvailable("NVML is not initialised (call Init first)")
 
-// retErr turns an NVML return code into an error (nil for SUCCESS).
+// retErr turns an NVML return code into an error (nil for SUCCESS); one
+// wraps ErrUnsupported for ERROR_NOT_SUPPORTED and ERROR_FUNCTION_NOT_FOUND.
 func retErr(call string, r nvml.Return) error {
-	if r == nvml.SUCCESS {
+	switch r {
+	case nvml.SUCCESS:
 		return nil
+	case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_FUNCTION_NOT_FOUND:
+		return fmt.Errorf("%s: %w (%s)", call, ErrUnsupported, nvml.ErrorString(r))
 	}
 	return fmt.Errorf("%s: %s", call, nvml.ErrorString(r))
 }
@@ -144,19 +148,30 @@ func (d *nvmlDevice) MIG() (*MIGInfo, error) {
 }
 
 func (d *nvmlDevice) Memory() (Memory, error) {
+	var v2 memoryCall
 	if d.hasV2 {
-		m, r := d.d.GetMemoryInfo_v2()
-		if err := retErr("nvmlDeviceGetMemoryInfo_v2", r); err != nil {
-			return Memory{}, err
-		}
-		res := m.Reserved
-		return Memory{Version: 2, TotalBytes: m.Total, UsedBytes: m.Used, ReservedBytes: &res}, nil
+		v2 = d.memoryV2
 	}
+	return readMemory(v2, d.memoryV1)
+}
+
+// memoryV2 calls nvmlDeviceGetMemoryInfo_v2; only when the symbol exists.
+func (d *nvmlDevice) memoryV2() (Memory, error) {
+	m, r := d.d.GetMemoryInfo_v2()
+	if err := retErr("nvmlDeviceGetMemoryInfo_v2", r); err != nil {
+		return Memory{}, err
+	}
+	res := m.Reserved
+	return Memory{TotalBytes: m.Total, UsedBytes: m.Used, ReservedBytes: &res, FreeBytes: m.Free}, nil
+}
+
+// memoryV1 calls nvmlDeviceGetMemoryInfo.
+func (d *nvmlDevice) memoryV1() (Memory, error) {
 	m, r := d.d.GetMemoryInfo()
 	if err := retErr("nvmlDeviceGetMemoryInfo", r); err != nil {
 		return Memory{}, err
 	}
-	return Memory{Version: 1, TotalBytes: m.Total, UsedBytes: m.Used}, nil
+	return Memory{TotalBytes: m.Total, UsedBytes: m.Used, FreeBytes: m.Free}, nil
 }
 
 func (d *nvmlDevice) ComputeProcesses() ([]Process, error) {

@@ -5,6 +5,10 @@ package gpu
 import (
 	"errors"
 	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -25,10 +29,10 @@ func mockServer(hasV2 bool) *server.Server {
 		dev := d.(*server.Device)
 		dev.IsMigDeviceHandleFunc = func() (bool, nvml.Return) { return false, nvml.SUCCESS }
 		dev.GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) {
-			return nvml.Memory_v2{Total: 141 << 30, Used: uint64(i+1) << 30, Reserved: 600 << 20}, nvml.SUCCESS
+			return nvml.Memory_v2{Total: 141 << 30, Used: uint64(i+1) << 30, Reserved: 600 << 20, Free: 141<<30 - uint64(i+1)<<30 - 600<<20}, nvml.SUCCESS
 		}
 		dev.GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) {
-			return nvml.Memory{Total: 141 << 30, Used: uint64(i+2) << 30}, nvml.SUCCESS
+			return nvml.Memory{Total: 141 << 30, Used: uint64(i+2) << 30, Free: 141<<30 - uint64(i+2)<<30}, nvml.SUCCESS
 		}
 		dev.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
 			return []nvml.ProcessInfo{{Pid: 77, UsedGpuMemory: 5 << 30}, {Pid: 78, UsedGpuMemory: math.MaxUint64}}, nvml.SUCCESS
@@ -57,7 +61,7 @@ func TestNVMLAdapterV2(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, err := byUUID.Memory()
-	if err != nil || m.Version != 2 || m.UsedBytes != 4<<30 || m.ReservedBytes == nil || *m.ReservedBytes != 600<<20 {
+	if err != nil || m.Version != 2 || m.UsedBytes != 4<<30 || m.ReservedBytes == nil || *m.ReservedBytes != 600<<20 || m.FreeBytes != 137<<30-600<<20 || m.V1Reason != "" {
 		t.Fatalf("memory %+v, %v", m, err)
 	}
 	if mig, err := d.MIG(); mig != nil || err != nil {
@@ -85,8 +89,45 @@ func TestNVMLAdapterV1Fallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, err := d.Memory()
-	if err != nil || m.Version != 1 || m.UsedBytes != 2<<30 || m.ReservedBytes != nil {
+	if err != nil || m.Version != 1 || m.UsedBytes != 2<<30 || m.ReservedBytes != nil || m.FreeBytes != 139<<30 || !strings.Contains(m.V1Reason, "absent") {
 		t.Fatalf("memory %+v, %v", m, err)
+	}
+}
+
+// The v2 symbol exists but the call answers NOT_SUPPORTED or
+// FUNCTION_NOT_FOUND: the reading comes from v1 and says why.
+func TestNVMLAdapterV2UnsupportedAtCallTime(t *testing.T) {
+	for _, r := range []nvml.Return{nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_FUNCTION_NOT_FOUND} {
+		s := mockServer(true)
+		dev := s.Devices[0].(*server.Device)
+		v2Calls := 0
+		dev.GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) { v2Calls++; return nvml.Memory_v2{}, r }
+		lib := NewNVML(s)
+		if err := lib.Init(); err != nil {
+			t.Fatal(err)
+		}
+		d, err := lib.DeviceByIndex(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := d.Memory()
+		if err != nil || m.Version != 1 || m.UsedBytes != 2<<30 || m.FreeBytes != 139<<30 || m.ReservedBytes != nil || v2Calls != 1 {
+			t.Fatalf("return %d: memory %+v, %v (v2 called %d times)", int32(r), m, err, v2Calls)
+		}
+		if !strings.Contains(m.V1Reason, "nvmlDeviceGetMemoryInfo_v2") || !strings.Contains(m.V1Reason, nvml.ErrorString(r)) {
+			t.Errorf("return %d: reason %q", int32(r), m.V1Reason)
+		}
+	}
+	// Any other error is the reading's error.
+	s := mockServer(true)
+	s.Devices[0].(*server.Device).GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) { return nvml.Memory_v2{}, nvml.ERROR_GPU_IS_LOST }
+	lib := NewNVML(s)
+	if err := lib.Init(); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := lib.DeviceByIndex(0)
+	if _, err := d.Memory(); err == nil || errors.Is(err, ErrUnsupported) {
+		t.Errorf("GPU lost: %v", err)
 	}
 }
 
@@ -132,5 +173,67 @@ func TestNVMLAdapterMIG(t *testing.T) {
 	m, err := d.Memory()
 	if err != nil || m.UsedBytes != 3<<30 || *m.ReservedBytes != 1<<20 {
 		t.Fatalf("memory %+v, %v", m, err)
+	}
+}
+
+// scripts/cgo-env.sh keeps go's C flags and adds the one that silences the deprecation
+// warnings of NVIDIA's header, which go-nvml's cgo code triggers: a C file calling one of the
+// header's deprecated functions compiles without a warning with the script's CGO_CFLAGS, and
+// with a warning without them.
+func TestCgoEnvSilencesNVMLDeprecations(t *testing.T) {
+	for _, tool := range []string{"bash", "go"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s on PATH", tool)
+		}
+	}
+	env := func(cflags string) []string {
+		out := []string{}
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "CGO_CFLAGS=") {
+				out = append(out, kv)
+			}
+		}
+		return append(out, "CGO_CFLAGS="+cflags)
+	}
+	script := filepath.Join("..", "..", "scripts", "cgo-env.sh")
+	for given, want := range map[string]string{
+		"":                                 "-O2 -g -Wno-deprecated-declarations",
+		"-O1":                              "-O1 -Wno-deprecated-declarations",
+		"-O2 -Wno-deprecated-declarations": "-O2 -Wno-deprecated-declarations",
+	} {
+		cmd := exec.Command("bash", "-c", `. "$0" && printf %s "$CGO_CFLAGS"`, script)
+		cmd.Env = env(given)
+		out, err := cmd.Output()
+		if err != nil || string(out) != want {
+			t.Fatalf("CGO_CFLAGS=%q: the script exports %q (%v), want %q", given, out, err, want)
+		}
+	}
+	dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/NVIDIA/go-nvml").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := exec.Command("go", "env", "CC").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(t.TempDir(), "deprecated.c")
+	code := "#include \"nvml.h\"\nnvmlReturn_t f(nvmlDevice_t d) { return nvmlDeviceFreezeNvLinkUtilizationCounter(d, 0, 0, NVML_FEATURE_ENABLED); }\n"
+	if err := os.WriteFile(src, []byte(code), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	compile := func(cflags string) string {
+		args := append(strings.Fields(cflags), "-I", filepath.Join(strings.TrimSpace(string(dir)), "pkg", "nvml"),
+			"-c", src, "-o", src+".o")
+		out, err := exec.Command(strings.TrimSpace(string(cc)), args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %v: %v\n%s", cc, args, err, out)
+		}
+		return string(out)
+	}
+	if out := compile("-O2 -g"); !strings.Contains(out, "-Wdeprecated-declarations") {
+		t.Fatalf("without the flag the compiler gave no deprecation warning: %q", out)
+	}
+	if out := compile("-O2 -g -Wno-deprecated-declarations"); out != "" {
+		t.Errorf("with the script's flags the compiler still says %q", out)
 	}
 }

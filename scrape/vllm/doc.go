@@ -4,7 +4,8 @@
 // Scraping: a Scraper GETs the metrics (API key only to the endpoint's own
 // origin, redirects never followed, environment proxies ignored), checks the
 // Limits (8 MiB, 20,000 series, 65,536-character lines), parses the text with
-// prometheus/common expfmt (UTF-8 name validation, for vLLM's "vllm:" names)
+// prometheus/common expfmt (UTF-8 name validation, for vLLM's "vllm:" names;
+// whitespace read as the Prometheus server's scraper reads it, see Parse)
 // and returns an infer.vllm_scrape v1 artifact.VLLMScrape stamped on the client
 // clock, with its discovery against the catalogue (vllmmetrics.Discover). A
 // PhaseSampler hooks the scraper to a run's phases (phase_start, interval,

@@ -34,6 +34,9 @@ func FuzzParse(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
+	for _, q := range quirks { // the whitespace, line and value forms of the format
+		f.Add([]byte(q.body))
+	}
 	lim := Limits{MaxBodyBytes: 1 << 20, MaxSeries: 2000, MaxLineChars: 4096}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		c, err := Parse(body, lim)

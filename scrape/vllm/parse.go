@@ -61,18 +61,23 @@ var (
 	// message starts with "oversized".
 	ErrOversized = errors.New("oversized")
 	// ErrUnparseable is wrapped by errors for a body that is not Prometheus
-	// text exposition (an HTML page, a JSON error, a truncated line) or has
-	// no sample at all; the message starts with "unparseable response".
+	// text exposition (an HTML page, a JSON error, a line cut before its
+	// value) or has no sample at all; the message starts with "unparseable
+	// response".
 	ErrUnparseable = errors.New("unparseable response")
 )
 
 // Parse reads a Prometheus text exposition (format 0.0.4, as vLLM's
 // prometheus_client serves it) into the compact form, after checking lim
 // (zero fields mean the defaults). Names are validated with the UTF-8
-// scheme, so vLLM's "vllm:" names are accepted. Errors: ErrOversized (body,
-// series, declarations or line over a limit), ErrUnparseable (the expfmt
-// parser's error with its line number, a duplicated series or bucket, or no
-// sample at all: an empty body never passes as an empty scrape).
+// scheme, so vLLM's "vllm:" names are accepted. Whitespace is read as the
+// Prometheus server's scraper reads it: any run of spaces and tabs separates
+// tokens, spaces and tabs after a sample's value or timestamp are ignored,
+// and the last line may lack its newline; a carriage return is not
+// whitespace (a CRLF body is refused). Errors: ErrOversized (body, series,
+// declarations or line over a limit), ErrUnparseable (the expfmt parser's
+// error with its line number, a duplicated series or bucket, or no sample at
+// all: an empty body never passes as an empty scrape).
 func Parse(body []byte, lim Limits) (c *artifact.ScrapeSeries, err error) {
 	lim = lim.withDefaults()
 	if err := checkLimits(body, lim); err != nil {
@@ -84,7 +89,7 @@ func Parse(body []byte, lim Limits) (c *artifact.ScrapeSeries, err error) {
 		}
 	}()
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, perr := p.TextToMetricFamilies(bytes.NewReader(body))
+	mfs, perr := p.TextToMetricFamilies(bytes.NewReader(normalise(body)))
 	if perr != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnparseable, perr)
 	}
@@ -132,6 +137,43 @@ func checkLimits(body []byte, lim Limits) error {
 		}
 	}
 	return nil
+}
+
+// normalise brings a body to the form the expfmt parser reads as the
+// Prometheus server's scraper reads the original: the spaces and tabs that
+// end a sample line (after its value or timestamp) are dropped and a last
+// line without a newline gets one. Comment, HELP and TYPE lines are kept as
+// written (HELP text keeps its trailing whitespace, as Prometheus keeps it),
+// so are carriage returns, and so is every line's count, so parse errors
+// name the body's own line numbers. Trimming never reaches into a label
+// value: one cannot hold a raw newline, so a line ending inside quotes is
+// refused either way. The body itself is returned when nothing changes.
+func normalise(body []byte) []byte {
+	var out []byte // nil until a line changes
+	for i := 0; i < len(body); {
+		n := bytes.IndexByte(body[i:], '\n')
+		end := i + n
+		if n < 0 {
+			end = len(body)
+		}
+		line := body[i:end]
+		keep := len(line)
+		if t := bytes.TrimLeft(line, " \t"); len(t) == 0 || t[0] != '#' {
+			keep = len(bytes.TrimRight(line, " \t"))
+		}
+		if out == nil && (keep < len(line) || n < 0) {
+			out = make([]byte, i, len(body)+1)
+			copy(out, body[:i])
+		}
+		if out != nil {
+			out = append(append(out, line[:keep]...), '\n')
+		}
+		i = end + 1
+	}
+	if out == nil {
+		return body
+	}
+	return out
 }
 
 // kindName maps an expfmt type to the families enum of the record schema.
