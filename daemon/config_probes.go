@@ -26,6 +26,11 @@ type Probe struct {
 	Workload   *loadgen.Config
 	Tokenizer  prompt.Tokenizer
 	TokName    string
+	// RunSeed is set when the workload gives no seed: each run then draws its prompts,
+	// nonces and Poisson gaps from a seed of its own (loadgen.RunSeed of its run id), so
+	// that no run finds the previous run's prompts in the server's prefix cache. An
+	// explicit seed is every run's seed.
+	RunSeed bool
 	// key identifies the probe's whole definition: a reload restarts a probe whose key changed.
 	key string
 }
@@ -72,7 +77,7 @@ func loadProbe(key string, p ProbeFile, targets map[string]*Target, slos map[str
 	if pr.Continuous && cfg.Duration == 0 && cfg.Requests <= 1 && len(cfg.Trace) == 0 {
 		return nil, workloadError(wkey, node, errors.New("a continuous probe needs duration or requests (> 1) per run"))
 	}
-	pr.Workload = cfg
+	pr.Workload, pr.RunSeed = cfg, w.Seed == nil
 	def, err := json.Marshal(w) // the workload as given, with the target's endpoint, model and key
 	if err != nil {
 		return nil, err

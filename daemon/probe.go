@@ -155,6 +155,9 @@ func (l *probeLoop) execute(dcfg *Config) (RunResult, bool) {
 	d, p := l.d, l.p
 	cfg := *p.Workload
 	cfg.RunID = uuid.NewString()
+	if p.RunSeed {
+		cfg.UseRunSeed()
+	}
 	started := time.Now()
 	spec := run.Spec{
 		Workload: &cfg, Tokenizer: p.Tokenizer, TokenizerName: p.TokName, Version: d.opts.Version,
