@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/inferprobe/inferprobe/exporter"
 	"github.com/inferprobe/inferprobe/loadgen"
 	"github.com/inferprobe/inferprobe/loadgen/prompt"
 )
@@ -26,8 +27,24 @@ type Probe struct {
 	Workload   *loadgen.Config
 	Tokenizer  prompt.Tokenizer
 	TokName    string
-	// key identifies the probe's whole definition: a reload restarts a probe whose key changed.
+	// RunSeed is set when the workload gives no seed: each run then draws its prompts,
+	// nonces and Poisson gaps from a seed of its own (loadgen.RunSeed of its run id), so
+	// that no run finds the previous run's prompts in the server's prefix cache. An
+	// explicit seed is every run's seed.
+	RunSeed bool
+	// key identifies what the probe sends and where: its workload, its target and the
+	// target's scrape. A reload restarts a probe whose key changed (its running run stops
+	// gracefully).
 	key string
+	// settings identifies the rest of its definition: schedule, span drain and SLO. A reload
+	// that changes only these hands them to the running loop: they take effect from the
+	// next run (the schedule from the next start), without interrupting the running one.
+	settings string
+}
+
+// labels are the probe's exporter labels.
+func (p *Probe) labels() exporter.Labels {
+	return exporter.Labels{Target: p.Target.Name, Model: p.Target.Model, Probe: p.Name}
 }
 
 // reservedWorkload are profile flags a probe's workload may not set: the daemon sets them
@@ -72,17 +89,17 @@ func loadProbe(key string, p ProbeFile, targets map[string]*Target, slos map[str
 	if pr.Continuous && cfg.Duration == 0 && cfg.Requests <= 1 && len(cfg.Trace) == 0 {
 		return nil, workloadError(wkey, node, errors.New("a continuous probe needs duration or requests (> 1) per run"))
 	}
-	pr.Workload = cfg
+	pr.Workload, pr.RunSeed = cfg, w.Seed == nil
 	def, err := json.Marshal(w) // the workload as given, with the target's endpoint, model and key
 	if err != nil {
 		return nil, err
 	}
-	pr.key = string(def) + fmt.Sprintf("\x1f%v\x1f%v\x1f%v", pr.Every, pr.Continuous, pr.SpansDrain)
-	if pr.SLO != nil {
-		pr.key += "\x1f" + pr.SLO.Policy.Digest() + fmt.Sprint(pr.SLO.Objective)
-	}
 	// The target's name is a label of every series of the probe: renaming it restarts the probe.
-	pr.key += "\x1f" + tg.Name + "\x1f" + tg.MetricsURL + tg.ScrapeInterval.String()
+	pr.key = string(def) + "\x1f" + tg.Name + "\x1f" + tg.MetricsURL + "\x1f" + tg.ScrapeInterval.String()
+	pr.settings = fmt.Sprintf("%v\x1f%v\x1f%v", pr.Every, pr.Continuous, pr.SpansDrain)
+	if pr.SLO != nil {
+		pr.settings += "\x1f" + pr.SLO.Name + "\x1f" + pr.SLO.Policy.Digest() + "\x1f" + fmt.Sprint(pr.SLO.Objective)
+	}
 	return pr, nil
 }
 

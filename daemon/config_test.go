@@ -550,50 +550,8 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// TestProbeKey: a reload restarts a probe exactly when something it runs with changed — its
-// workload, schedule, drain, SLO, target (the name too: it labels every series) — and not for
-// settings outside it.
-func TestProbeKey(t *testing.T) {
-	key := func(text string) string {
-		t.Helper()
-		return mustParse(t, text).Probes[0].key
-	}
-	k0 := key(baseYAML)
-	if key(baseYAML) != k0 {
-		t.Fatal("the same configuration gives another key")
-	}
-	same := map[string]string{
-		"artifact settings": "artifacts: {keep: 3, dir: /elsewhere, max_age: 1h}\n" + baseYAML,
-		"listen":            "listen: 127.0.0.1:1\n" + baseYAML,
-		"another probe":     baseYAML + "  - name: other\n    target: vllm\n    every: 1h\n    workload: {requests: 2}\n",
-	}
-	for name, text := range same {
-		if key(text) != k0 {
-			t.Errorf("%s: the probe's key changed", name)
-		}
-	}
-	changed := map[string]string{
-		"target name":     replace(baseYAML, "name: vllm", "name: vllm2", "target: vllm", "target: vllm2"),
-		"endpoint":        replace(baseYAML, "8000/v1/", "8001/v1/"),
-		"model":           replace(baseYAML, "model: opt", "model: opt2"),
-		"metrics url":     replace(baseYAML, "    metrics_url: default\n", ""),
-		"scrape interval": replace(baseYAML, "metrics_url: default", "metrics_url: default\n    scrape_interval: 1s"),
-		"every":           replace(baseYAML, "every: 5m", "every: 6m"),
-		"spans drain":     replace(baseYAML, "every: 5m", "every: 5m\n    spans_drain: 1s"),
-		"workload":        replace(baseYAML, "requests: 4", "requests: 5"),
-		"slo criteria":    replace(baseYAML, `"e2e:2000"`, `"e2e:2001"`),
-		"slo objective":   replace(baseYAML, `"e2e:2000"]`, "\"e2e:2000\"]\n    objective: 0.9"),
-		"no slo":          replace(baseYAML, "    slo: chat\n", ""),
-	}
-	for name, text := range changed {
-		if key(text) == k0 {
-			t.Errorf("%s: the probe's key did not change", name)
-		}
-	}
-}
-
 // Two probes sharing a policy give one set of bucket boundaries: removing one of them on a
-// reload must not look like a threshold change (which rebuilds the exporter).
+// reload must not look like a threshold change (which rebuilds the histograms).
 func TestThresholdsDeduplicated(t *testing.T) {
 	text := baseYAML + "  - name: second\n    target: vllm\n    slo: chat\n    every: 1h\n    workload: {requests: 2}\n"
 	c, err := Parse([]byte(text))

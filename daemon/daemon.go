@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/inferprobe/inferprobe/analyze"
@@ -31,6 +32,9 @@ type Options struct {
 	// OnRunEnd, when set, is called after each probe run has been closed, analysed and
 	// published (tests, demo).
 	OnRunEnd func(RunResult)
+	// Clock times the probes' schedules (run starts, a continuous probe's backoff); default
+	// the real clock. A test moves a fake one instead of sleeping.
+	Clock clockwork.Clock
 }
 
 // RunResult is one finished probe run.
@@ -45,12 +49,16 @@ type RunResult struct {
 
 // Daemon is a running `inferprobe serve`.
 type Daemon struct {
-	opts Options
-	log  *slog.Logger
+	opts  Options
+	log   *slog.Logger
+	clock clockwork.Clock
+	// exp is the one exporter, for the daemon's whole life: a reload changes it in place,
+	// so that every run, whatever reloads happen around it, is published where /metrics
+	// reads.
+	exp *exporter.Exporter
 
 	mu      sync.Mutex
 	cfg     *Config
-	exp     atomic.Pointer[exporter.Exporter]
 	loops   map[string]*probeLoop  // by probe name
 	scrapes map[string]*scrapeLoop // by target name
 
@@ -76,15 +84,19 @@ func New(cfg *Config, opts Options) *Daemon {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	d := &Daemon{opts: opts, log: opts.Logger, cfg: cfg, loops: map[string]*probeLoop{}, scrapes: map[string]*scrapeLoop{},
+	if opts.Clock == nil {
+		opts.Clock = clockwork.NewRealClock()
+	}
+	d := &Daemon{opts: opts, log: opts.Logger, clock: opts.Clock, cfg: cfg, loops: map[string]*probeLoop{}, scrapes: map[string]*scrapeLoop{},
 		serveErr: make(chan error, 2)}
 	d.feed = &spanFeed{d: d, runs: map[string]artifact.Sink{}}
-	d.exp.Store(d.newExporter(cfg))
+	d.exp = d.newExporter(cfg)
 	return d
 }
 
-// Exporter returns the exporter in use (it changes when a reload changes SLO thresholds).
-func (d *Daemon) Exporter() *exporter.Exporter { return d.exp.Load() }
+// Exporter returns the daemon's exporter: one for its whole life (a reload changes its
+// histograms' buckets in place).
+func (d *Daemon) Exporter() *exporter.Exporter { return d.exp }
 
 func (d *Daemon) newExporter(cfg *Config) *exporter.Exporter {
 	e := exporter.New(exporter.Options{Thresholds: cfg.Thresholds(), Version: d.opts.Version})
@@ -114,7 +126,7 @@ func (d *Daemon) Start(ctx context.Context) error {
 	}
 	d.metricsLn = ln
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { d.exp.Load().Handler().ServeHTTP(w, r) }))
+	mux.Handle("/metrics", d.exp.Handler())
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "Healthy") })
 	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
 		if d.stopping.Load() {
@@ -211,11 +223,13 @@ func (d *Daemon) Config() *Config {
 // Reload reads the configuration file again. A file that does not load keeps the running
 // configuration (the error says why, and inferprobe_config_last_reload_successful becomes 0).
 // Once Shutdown has begun, Reload changes nothing and returns an error.
-// Otherwise probes whose definition changed or disappeared stop gracefully (their running run
-// drains and closes as interrupted), new and changed probes start, and unchanged probes go on
-// untouched. Listener and web-config changes need a restart (logged). When the SLO
-// thresholds change, a new exporter takes over so that the histograms' buckets hold them:
-// counters restart from zero, which rate() reads as a reset.
+// Otherwise probes whose workload or target changed, and probes that disappeared, stop
+// gracefully (their running run drains and closes as interrupted, and is counted like any
+// other); new and changed probes start; a probe whose schedule, span drain or SLO alone
+// changed goes on running and takes them from its next run; the others go on untouched.
+// Listener and web-config changes need a restart (logged). When the SLO thresholds change,
+// the histograms whose buckets must hold them are rebuilt empty (rate() reads a reset);
+// every counter and gauge goes on.
 func (d *Daemon) Reload() error {
 	d.mu.Lock()
 	path := d.cfg.Path
@@ -253,55 +267,59 @@ func (d *Daemon) Reload() error {
 
 var errReloadStopping = errors.New("reload: the daemon is stopping")
 
-// apply starts and stops loops so that cfg runs (old: the previous config, nil at start).
-// d.mu is held.
+// apply starts, updates and stops loops so that cfg runs (old: the previous config, nil at
+// start). d.mu is held.
 func (d *Daemon) apply(cfg, old *Config) {
-	exp := d.exp.Load()
 	if old != nil && !reflect.DeepEqual(cfg.Thresholds(), old.Thresholds()) {
-		// Buckets are fixed at registration: every loop moves to a new exporter.
-		exp = d.newExporter(cfg)
-		d.exp.Store(exp)
-		for name, l := range d.loops {
-			l.stop()
-			delete(d.loops, name)
-		}
-		for name, s := range d.scrapes {
-			s.stop()
-			delete(d.scrapes, name)
+		if err := d.exp.SetThresholds(cfg.Thresholds()); err != nil {
+			d.log.Error("histograms could not take the new SLO thresholds; they keep their buckets", "err", err)
 		}
 	}
-	d.applyProbes(cfg, exp)
-	d.applyScrapes(cfg, exp)
+	d.applyProbes(cfg)
+	d.applyScrapes(cfg)
 }
 
-// applyProbes stops the loops of probes that changed or went, moves unchanged ones to cfg
-// and starts the new and changed ones. d.mu is held.
-func (d *Daemon) applyProbes(cfg *Config, exp *exporter.Exporter) {
+// applyProbes stops the loops of probes whose workload or target changed and of those that
+// went (forgetting the gauges of labels no probe has any more), hands the loops of probes
+// whose other settings changed their new definition, moves the rest to cfg and starts the
+// new and changed probes. d.mu is held.
+func (d *Daemon) applyProbes(cfg *Config) {
 	want := map[string]*Probe{}
+	labels := map[exporter.Labels]bool{}
 	for _, p := range cfg.Probes {
 		want[p.Name] = p
+		labels[p.labels()] = true
 	}
 	for name, l := range d.loops {
-		if p := want[name]; p == nil || p.key != l.p.key {
+		p, cur := want[name], l.probe()
+		switch {
+		case p == nil || p.key != cur.key:
 			l.stop()
 			delete(d.loops, name)
-			exp.ForgetProbe(l.labels())
-		} else {
-			// An unchanged probe keeps running, under the new artifact settings.
+			if !labels[cur.labels()] {
+				// Its gauges go once its running run, if any, has been published.
+				d.exp.ForgetProbe(cur.labels())
+			}
+		case p.settings != cur.settings:
+			l.update(p, cfg)
+			d.publishProbe(p)
+		default:
 			l.cfg.Store(cfg)
 		}
 	}
 	for _, p := range cfg.Probes {
 		if d.loops[p.Name] == nil {
-			d.startProbe(cfg, p, exp)
+			d.publishProbe(p)
+			l := newProbeLoop(d, p, cfg)
+			d.loops[p.Name] = l
+			d.wg.Add(1)
+			go l.run()
 		}
 	}
 }
 
-// startProbe publishes a probe's settings and cases and starts its loop. d.mu is held.
-func (d *Daemon) startProbe(cfg *Config, p *Probe, exp *exporter.Exporter) {
-	l := &probeLoop{d: d, p: p, exp: exp, wake: make(chan struct{}), done: make(chan struct{})}
-	l.cfg.Store(cfg)
+// publishProbe publishes a probe's interval, SLO objective and per-case series.
+func (d *Daemon) publishProbe(p *Probe) {
 	interval := p.Every
 	if p.Continuous {
 		interval = p.runLength()
@@ -311,22 +329,20 @@ func (d *Daemon) startProbe(cfg *Config, p *Probe, exp *exporter.Exporter) {
 	if p.SLO != nil {
 		slo, objective = p.SLO.Policy.Name, &p.SLO.Objective
 	}
-	exp.SetProbeConfig(l.labels(), interval.Seconds(), slo, objective)
+	d.exp.SetProbeConfig(p.labels(), interval.Seconds(), slo, objective)
 	var ids []string
 	if cases, err := p.Workload.Cases(); err == nil {
 		for _, c := range cases {
 			ids = append(ids, c.ID)
 		}
 	}
-	exp.InitCases(l.labels(), slo, ids)
-	d.loops[p.Name] = l
-	d.wg.Add(1)
-	go l.run()
+	d.exp.InitCases(p.labels(), slo, ids)
 }
 
 // applyScrapes stops the scrapes of targets that changed or went and starts the new and
 // changed ones. d.mu is held.
-func (d *Daemon) applyScrapes(cfg *Config, exp *exporter.Exporter) {
+func (d *Daemon) applyScrapes(cfg *Config) {
+	exp := d.exp
 	wantT := map[string]*Target{}
 	for _, t := range cfg.Targets {
 		if t.MetricsURL != "" {
@@ -449,7 +465,7 @@ func (f *spanFeed) Write(rec artifact.Record) error {
 		sink = f.runs[runID]
 	}
 	if sink == nil {
-		f.d.exp.Load().SpanUnrouted()
+		f.d.exp.SpanUnrouted()
 		return nil
 	}
 	if err := sink.Write(span); err != nil {

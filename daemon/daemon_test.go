@@ -336,8 +336,9 @@ func artifactsOf(t *testing.T, dir, probe string) []string {
 	return m
 }
 
-// TestDaemonReload: a changed probe restarts alone, a bad file keeps the configuration, a
-// change of SLO thresholds swaps the exporter, and nothing reloads after Shutdown.
+// TestDaemonReload: a changed probe restarts alone (its counters go on), a bad file keeps the
+// configuration, a change of SLO thresholds rebuilds the histograms in the one exporter
+// without restarting any probe, and nothing reloads after Shutdown.
 func TestDaemonReload(t *testing.T) {
 	srv := startSim(t, nil)
 	dir := t.TempDir()
@@ -375,8 +376,8 @@ func TestDaemonReload(t *testing.T) {
 	if n := len(measured(a)); n != 3 || r.Outcome != exporter.RunCompleted {
 		t.Fatalf("p2's new run: %d requests, outcome %s", n, r.Outcome)
 	}
-	if got, _ := metric(t, d, "inferprobe_requests_total", map[string]string{"probe": "p2", "status": "ok"}); got != 3 {
-		t.Fatalf("p2's series after its restart: %v ok requests, want 3 (the old run's forgotten)", got)
+	if got, _ := metric(t, d, "inferprobe_requests_total", map[string]string{"probe": "p2", "status": "ok"}); got != 2+3 {
+		t.Fatalf("p2's series after its restart: %v ok requests, want 5 (the old run's 2 stay counted)", got)
 	}
 	if n := len(artifactsOf(t, dir, "p1")); n != 1 {
 		t.Fatalf("p1 has %d artifacts: an unchanged probe must not run again", n)
@@ -403,44 +404,46 @@ func TestDaemonReload(t *testing.T) {
 		t.Fatalf("reload gauge %v after a failed reload, want 0", v)
 	}
 
-	// New SLO thresholds: a new exporter whose ttft buckets hold the new threshold; every
-	// probe moves to it (and runs again at once).
-	if err := os.WriteFile(path, []byte(reloadConfig(dir, srv.URL(), "127.0.0.1:0", "123", "3")), 0o644); err != nil {
+	// New SLO thresholds (and p2 changed, so that a new run fills the histograms): the one
+	// exporter's ttft histogram is rebuilt with the new threshold's bucket; p1 does not
+	// restart, and the counters go on.
+	if err := os.WriteFile(path, []byte(reloadConfig(dir, srv.URL(), "127.0.0.1:0", "123", "4")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	exp1 := d.Exporter()
-	if exp1 == exp0 || loopOf(d, "p1") == l1 {
-		t.Fatal("the exporter and the loops were not replaced")
+	if d.Exporter() != exp0 || loopOf(d, "p1") != l1 {
+		t.Fatal("a threshold change replaced the exporter or restarted p1")
 	}
 	if v, _ := metric(t, d, "inferprobe_config_last_reload_successful", nil); v != 1 {
 		t.Fatalf("reload gauge %v", v)
 	}
-	nextRun(t, runs, "p1", 30*time.Second)
-	bounds := func(e *exporter.Exporter) map[float64]bool {
-		mfs, err := e.Registry().Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[float64]bool{}
-		for _, mf := range mfs {
-			if mf.GetName() == "inferprobe_ttft_seconds" {
-				for _, m := range mf.GetMetric() {
-					for _, b := range m.GetHistogram().GetBucket() {
-						out[b.GetUpperBound()] = true
-					}
+	if r := nextRun(t, runs, "p2", 30*time.Second); r.Outcome != exporter.RunCompleted {
+		t.Fatalf("p2's run after the threshold change: %s", r.Outcome)
+	}
+	if v, _ := metric(t, d, "inferprobe_requests_total", map[string]string{"probe": "p1", "status": "ok"}); v != 2 {
+		t.Fatalf("p1's ok requests %v after the threshold change, want its 2 still", v)
+	}
+	if v, _ := metric(t, d, "inferprobe_requests_total", map[string]string{"probe": "p2", "status": "ok"}); v != 2+3+4 {
+		t.Fatalf("p2's ok requests %v, want 9", v)
+	}
+	bounds := map[float64]bool{}
+	mfs, err := exp0.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "inferprobe_ttft_seconds" {
+			for _, m := range mf.GetMetric() {
+				for _, b := range m.GetHistogram().GetBucket() {
+					bounds[b.GetUpperBound()] = true
 				}
 			}
 		}
-		return out
 	}
-	if b := bounds(exp1); !b[0.123] || b[0.444] {
-		t.Fatalf("new exporter's ttft buckets %v: want 0.123, not 0.444", b)
-	}
-	if b := bounds(exp0); b[0.123] || !b[0.444] {
-		t.Fatalf("old exporter's ttft buckets %v", b)
+	if !bounds[0.123] || bounds[0.444] {
+		t.Fatalf("ttft buckets %v after the threshold change: want 0.123, not 0.444", bounds)
 	}
 
 	// After Shutdown nothing reloads.

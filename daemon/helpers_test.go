@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -31,12 +32,12 @@ func testTokenizer() (prompt.Tokenizer, error) {
 }
 
 // init lays the tests' probe workloads over a smaller base than profile's defaults: short
-// prompts (32 tokens), 8 output tokens that the sim produces exactly (ignore_eos), a 10 s
-// timeout and seed 1.
+// prompts (32 tokens), 8 output tokens that the sim produces exactly (ignore_eos) and a 10 s
+// timeout. Like profile's defaults it gives no seed: each run draws its own.
 func init() {
 	baseWorkload = func() loadgen.Workload {
 		timeout := 10.0
-		return loadgen.Workload{Timeout: &timeout, InputTokens: []int{32}, OutputTokens: []int{8}, Seed: 1,
+		return loadgen.Workload{Timeout: &timeout, InputTokens: []int{32}, OutputTokens: []int{8},
 			ExtraBody: `{"ignore_eos": true}`}
 	}
 }
@@ -67,18 +68,30 @@ func startSim(t *testing.T, mod func(*sim.Config)) *sim.Server { return testkit.
 // runs. Cleanup shuts it down.
 func startDaemon(t *testing.T, text string) (*Daemon, string, <-chan RunResult) {
 	t.Helper()
+	return startDaemonWith(t, text, Options{})
+}
+
+// startDaemonWith is startDaemon with opts (a logger, a clock); its Version, OnRunEnd and,
+// when opts has none, Logger are the tests'.
+func startDaemonWith(t *testing.T, text string, opts Options) (*Daemon, string, <-chan RunResult) {
+	t.Helper()
 	path := writeFile(t, t.TempDir(), "inferprobe.yaml", text)
 	cfg, err := Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	runs := make(chan RunResult, 64)
-	d := New(cfg, Options{Version: "test", Logger: quietLogger(), OnRunEnd: func(r RunResult) {
+	opts.Version = "test"
+	if opts.Logger == nil {
+		opts.Logger = quietLogger()
+	}
+	opts.OnRunEnd = func(r RunResult) {
 		select {
 		case runs <- r:
 		default:
 		}
-	}})
+	}
+	d := New(cfg, opts)
 	if err := d.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -104,6 +117,34 @@ func nextRun(t *testing.T, runs <-chan RunResult, probe string, timeout time.Dur
 			t.Fatalf("no run of probe %q finished within %v", probe, timeout)
 		}
 	}
+}
+
+// logBuffer is a goroutine-safe log destination.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// bufferLogger logs everything (debug up) to a new buffer, and to stderr with DAEMON_TEST_LOG.
+func bufferLogger() (*slog.Logger, *logBuffer) {
+	b := &logBuffer{}
+	var w io.Writer = b
+	if os.Getenv("DAEMON_TEST_LOG") != "" {
+		w = io.MultiWriter(b, os.Stderr)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})), b
 }
 
 func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {

@@ -44,22 +44,43 @@ const (
 // probeLoop runs one probe on its schedule until stopped.
 type probeLoop struct {
 	d *Daemon
-	p *Probe
+	// p is the probe's definition: a reload that changes only its schedule, span drain or
+	// SLO replaces it (update); each run takes the one in force when it starts.
+	p atomic.Pointer[Probe]
 	// cfg is the configuration in force (artifact directory and retention): a reload that
-	// leaves the probe unchanged replaces it.
-	cfg  atomic.Pointer[Config]
-	exp  *exporter.Exporter
-	once sync.Once
-	wake chan struct{} // closed by stop
-	done chan struct{}
+	// leaves the probe running replaces it.
+	cfg     atomic.Pointer[Config]
+	once    sync.Once
+	wake    chan struct{} // closed by stop
+	changed chan struct{} // (1 buffered) update wakes a waiting loop to reschedule
+	done    chan struct{}
 
 	mu       sync.Mutex
 	pipeline *run.Pipeline
 	stopped  bool
 }
 
-func (l *probeLoop) labels() exporter.Labels {
-	return exporter.Labels{Target: l.p.Target.Name, Model: l.p.Target.Model, Probe: l.p.Name}
+func newProbeLoop(d *Daemon, p *Probe, cfg *Config) *probeLoop {
+	l := &probeLoop{d: d, wake: make(chan struct{}), changed: make(chan struct{}, 1), done: make(chan struct{})}
+	l.p.Store(p)
+	l.cfg.Store(cfg)
+	return l
+}
+
+func (l *probeLoop) probe() *Probe { return l.p.Load() }
+
+func (l *probeLoop) labels() exporter.Labels { return l.probe().labels() }
+
+// update hands the loop a new definition of its probe (same key: same workload and target)
+// and the configuration in force; the running run goes on, and a loop waiting for its next
+// start reschedules by the new schedule.
+func (l *probeLoop) update(p *Probe, cfg *Config) {
+	l.p.Store(p)
+	l.cfg.Store(cfg)
+	select {
+	case l.changed <- struct{}{}:
+	default:
+	}
 }
 
 // stop makes the loop start no more runs and stops the running one gracefully.
@@ -75,64 +96,101 @@ func (l *probeLoop) stop() {
 	})
 }
 
-// sleep waits d, or until the loop is stopped (false).
-func (l *probeLoop) sleep(d time.Duration) bool {
-	t := time.NewTimer(d)
+// Why a loop's wait ended.
+const (
+	wokeDue     = iota // the wait is over
+	wokeStopped        // stop
+	wokeChanged        // update: reschedule
+)
+
+// sleep waits d on the daemon's clock, or until the loop is stopped or updated.
+func (l *probeLoop) sleep(d time.Duration) int {
+	t := l.d.clock.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-t.C:
-		return true
 	case <-l.wake:
-		return false
+		return wokeStopped
+	case <-t.Chan():
+		return wokeDue
+	case <-l.changed:
+		return wokeChanged
 	}
 }
 
 func (l *probeLoop) run() {
 	defer l.d.wg.Done()
 	defer close(l.done)
-	next := time.Now()
+	var last time.Time // the scheduled start of the last run; zero before the first
 	var backoff time.Duration
 	for {
-		wait := backoff
-		if !l.p.Continuous {
-			wait = time.Until(next)
-		}
-		if !l.sleep(max(wait, 0)) {
+		start, ok := l.waitNext(last, backoff)
+		if !ok {
 			return
+		}
+		last = start
+		healthy := l.runOne()
+		if p := l.probe(); healthy || !p.Continuous {
+			backoff = 0
+		} else {
+			backoff = min(max(2*backoff, continuousBackoffMin), continuousBackoffMax)
+			l.d.log.Warn("a continuous probe run failed or had no successful request; the next run waits", "probe", p.Name, "wait", backoff)
+		}
+	}
+}
+
+// waitNext waits until the next run is due and returns its scheduled start, or false once
+// the loop is stopped. The first run starts at once; a continuous probe's next run starts
+// after backoff; a scheduled one at the first last + k·every (k ≥ 1) after now, skipping
+// (and logging) the starts that the previous run overran. An update during the wait
+// reschedules by the new schedule, from last: a start already past then begins at once.
+func (l *probeLoop) waitNext(last time.Time, backoff time.Duration) (time.Time, bool) {
+	clock := l.d.clock
+	rescheduled := false
+	for {
+		p, now := l.probe(), clock.Now()
+		start := now
+		var wait time.Duration
+		switch {
+		case last.IsZero():
+		case p.Continuous:
+			wait = backoff
+		default:
+			start = last.Add(p.Every)
+			if !start.After(now) && !rescheduled {
+				skipped := 0
+				for !start.After(now) {
+					start = start.Add(p.Every)
+					skipped++
+				}
+				l.d.log.Warn("a probe run lasted longer than its interval; runs were skipped", "probe", p.Name, "skipped", skipped)
+			}
+			wait = start.Sub(now)
+		}
+		switch l.sleep(max(wait, 0)) {
+		case wokeStopped:
+			return time.Time{}, false
+		case wokeChanged:
+			rescheduled = true
+			continue
 		}
 		select {
 		case <-l.wake:
-			return
+			return time.Time{}, false
 		default:
 		}
-		healthy := l.runOne()
-		if l.p.Continuous {
-			if healthy {
-				backoff = 0
-			} else {
-				backoff = min(max(2*backoff, continuousBackoffMin), continuousBackoffMax)
-				l.d.log.Warn("a continuous probe run failed or had no successful request; the next run waits", "probe", l.p.Name, "wait", backoff)
-			}
-			continue
+		if p.Continuous || last.IsZero() || start.Before(now) {
+			start = clock.Now()
 		}
-		next = next.Add(l.p.Every)
-		if now := time.Now(); !next.After(now) {
-			skipped := 0
-			for !next.After(now) {
-				next = next.Add(l.p.Every)
-				skipped++
-			}
-			l.d.log.Warn("a probe run lasted longer than its interval; runs were skipped", "probe", l.p.Name, "skipped", skipped)
-		}
+		return start, true
 	}
 }
 
 // runOne runs the probe once: one artifact, written like `inferprobe profile` writes it. It
 // reports whether the run started and had a successful request.
 func (l *probeLoop) runOne() bool {
-	d, p := l.d, l.p
+	d, p := l.d, l.probe()
 	cfg := l.cfg.Load()
-	res, ok := l.execute(cfg)
+	res, ok := l.execute(p, cfg)
 	if res.Err != nil {
 		d.log.Warn("probe run ended with an error", "probe", p.Name, "run_id", res.RunID, "outcome", res.Outcome, "err", res.Err)
 	} else {
@@ -147,19 +205,22 @@ func (l *probeLoop) runOne() bool {
 	return res.Outcome != exporter.RunFailed && ok
 }
 
-// execute runs the probe once under the artifact settings of dcfg, through the run pipeline
+// execute runs probe p once under the artifact settings of dcfg, through the run pipeline
 // (one artifact, written as `inferprobe profile` writes it, the exporter's run as a sink and
 // the daemon's receiver feeding the run its routed spans); it returns the run and whether a
 // measured request succeeded.
-func (l *probeLoop) execute(dcfg *Config) (RunResult, bool) {
-	d, p := l.d, l.p
+func (l *probeLoop) execute(p *Probe, dcfg *Config) (RunResult, bool) {
+	d := l.d
 	cfg := *p.Workload
 	cfg.RunID = uuid.NewString()
+	if p.RunSeed {
+		cfg.UseRunSeed()
+	}
 	started := time.Now()
 	spec := run.Spec{
 		Workload: &cfg, Tokenizer: p.Tokenizer, TokenizerName: p.TokName, Version: d.opts.Version,
 		Output:          filepath.Join(dcfg.ArtifactDir, p.Name, started.UTC().Format("20060102T150405.000Z")+"-"+cfg.RunID[:8]+".jsonl"),
-		Sinks:           []artifact.Sink{l.exp.StartRun(l.labels())},
+		Sinks:           []artifact.Sink{d.exp.StartRun(p.labels())},
 		Warn:            func(msg string) { d.log.Warn(msg, "probe", p.Name, "run_id", cfg.RunID) },
 		AnalysisTimeout: 5 * time.Minute,
 	}

@@ -12,6 +12,8 @@
 package exporter
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"runtime"
@@ -19,7 +21,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -111,15 +112,24 @@ type Options struct {
 	NoNativeHistograms bool
 }
 
-// Exporter holds one registry and every inferprobe_ series.
+// Exporter holds one registry and every inferprobe_ series. It lives as long as the process:
+// a reload changes its histograms' buckets (SetThresholds) and forgets removed probes'
+// gauges (ForgetProbe), but never replaces it, so every run is published where /metrics
+// reads.
 type Exporter struct {
 	reg     *prometheus.Registry
 	handler http.Handler // built once: promhttp registers its error counter with it
 
 	requests     *prometheus.CounterVec
-	hist         map[string]*prometheus.HistogramVec
 	promptTokens *prometheus.CounterVec
 	outputTokens *prometheus.CounterVec
+
+	// histMu guards hist and buckets: held (read) while a value is observed, so that
+	// SetThresholds swaps a histogram between two observations, never during one.
+	histMu  sync.RWMutex
+	opts    Options                             // as New got them
+	hist    map[string]*prometheus.HistogramVec // by histogram key
+	buckets map[string][]float64                // each histogram's classic bucket boundaries
 
 	sloRequests  *prometheus.CounterVec
 	sloObjective *prometheus.GaugeVec
@@ -146,12 +156,13 @@ type Exporter struct {
 
 // probeState is what the runs of one probe in progress share: runs may overlap (a run still
 // draining its spans while the next one runs), and the running and in-flight gauges cover
-// them all. runs and inFlight are guarded by Exporter.mu.
+// them all. Its fields are guarded by Exporter.mu.
 type probeState struct {
 	runs     int   // runs started and not finished
 	inFlight int64 // requests outstanding, over those runs
-	// forgotten is set by ForgetProbe: the runs of this state publish nothing more.
-	forgotten atomic.Bool
+	// forget is set by ForgetProbe while runs are in progress: the last of them to finish
+	// deletes the probe's gauges once it has published its end. SetProbeConfig clears it.
+	forget bool
 }
 
 // BucketsFor returns the classic bucket boundaries of the histogram with key k under opts:
@@ -179,7 +190,8 @@ func BucketsFor(k string, opts Options) []float64 {
 // inferprobe_build_info on a new registry.
 func New(opts Options) *Exporter {
 	reg := prometheus.NewRegistry()
-	e := &Exporter{reg: reg, hist: map[string]*prometheus.HistogramVec{}, probes: map[Labels]*probeState{}}
+	e := &Exporter{reg: reg, opts: opts, hist: map[string]*prometheus.HistogramVec{}, buckets: map[string][]float64{},
+		probes: map[Labels]*probeState{}}
 	probe := []string{LabelTarget, LabelModel, LabelProbe}
 	perCase := append(slices.Clone(probe), LabelCase)
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
@@ -194,15 +206,9 @@ func New(opts Options) *Exporter {
 	}
 	e.requests = counter("inferprobe_requests_total", "Measured requests by outcome status (ok, timeout, rejected, unreachable, delivery_unknown, error, dropped, cancelled).", append(slices.Clone(perCase), LabelStatus)...)
 	for _, d := range histogramDefs {
-		ho := prometheus.HistogramOpts{Name: d.name, Help: d.help, Buckets: BucketsFor(d.key, opts)}
-		if !opts.NoNativeHistograms {
-			ho.NativeHistogramBucketFactor = 1.1
-			ho.NativeHistogramMaxBucketNumber = 160
-			ho.NativeHistogramMinResetDuration = time.Hour
-		}
-		v := prometheus.NewHistogramVec(ho, perCase)
+		v := newHistogram(d, opts)
 		reg.MustRegister(v)
-		e.hist[d.key] = v
+		e.hist[d.key], e.buckets[d.key] = v, BucketsFor(d.key, opts)
 	}
 	e.promptTokens = counter("inferprobe_prompt_tokens_total", "Prompt tokens of measured requests with a prompt token count (server usage, else the tokenizer's count).", perCase...)
 	e.outputTokens = counter("inferprobe_output_tokens_total", "Output tokens of measured requests with an output token count (server usage, else the tokenizer's count).", perCase...)
@@ -238,6 +244,52 @@ func New(opts Options) *Exporter {
 	return e
 }
 
+// newHistogram is the histogram vector of d under opts, by probe and case.
+func newHistogram(d histogramDef, opts Options) *prometheus.HistogramVec {
+	ho := prometheus.HistogramOpts{Name: d.name, Help: d.help, Buckets: BucketsFor(d.key, opts)}
+	if !opts.NoNativeHistograms {
+		ho.NativeHistogramBucketFactor = 1.1
+		ho.NativeHistogramMaxBucketNumber = 160
+		ho.NativeHistogramMinResetDuration = time.Hour
+	}
+	return prometheus.NewHistogramVec(ho, []string{LabelTarget, LabelModel, LabelProbe, LabelCase})
+}
+
+// SetThresholds makes the histograms' classic buckets hold the SLO limits th (seconds by
+// histogram key, as Options.Thresholds). Each histogram whose boundaries change is replaced,
+// in the same registry, by an empty one (rate() reads its restart as a counter reset); the
+// other histograms, the counters and the gauges keep their values, and runs in progress go
+// on publishing, into the new histograms. An error (the registry refusing a histogram) keeps
+// that histogram as it was.
+func (e *Exporter) SetThresholds(th map[string][]float64) error {
+	e.histMu.Lock()
+	defer e.histMu.Unlock()
+	opts := e.opts
+	opts.Thresholds = th
+	var errs []error
+	for _, d := range histogramDefs {
+		if slices.Equal(BucketsFor(d.key, opts), e.buckets[d.key]) {
+			continue
+		}
+		old, v := e.hist[d.key], newHistogram(d, opts)
+		e.reg.Unregister(old)
+		if err := e.reg.Register(v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", d.name, err))
+			_ = e.reg.Register(old)
+			continue
+		}
+		e.hist[d.key], e.buckets[d.key] = v, BucketsFor(d.key, opts)
+	}
+	return errors.Join(errs...)
+}
+
+// observeKey observes v in the histogram of key k (see observe), case caseID of l.
+func (e *Exporter) observeKey(k string, l Labels, caseID string, v float64, ex prometheus.Labels) {
+	e.histMu.RLock()
+	defer e.histMu.RUnlock()
+	observe(e.hist[k].WithLabelValues(l.values(caseID)...), v, ex)
+}
+
 // Registry returns the exporter's registry (to gather in tests, or to register more).
 func (e *Exporter) Registry() *prometheus.Registry { return e.reg }
 
@@ -246,9 +298,17 @@ func (e *Exporter) Registry() *prometheus.Registry { return e.reg }
 func (e *Exporter) Handler() http.Handler { return e.handler }
 
 // SetProbeConfig publishes a probe's configured interval (seconds between run starts) and its
-// SLO objective (nil: no SLO), and sets its running and in-flight gauges to 0 so that the
-// probe's series exist before its first run.
+// SLO objective (nil: no SLO), and sets its running and in-flight gauges to 0 when it has
+// no run in progress, so that the probe's series exist before its first run. Called again
+// for the same labels (a reload changed the probe's schedule or SLO, or configured a
+// forgotten probe again), it replaces the interval and objective and cancels a pending
+// ForgetProbe.
 func (e *Exporter) SetProbeConfig(l Labels, intervalSeconds float64, slo string, objective *float64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if st := e.probes[l]; st != nil {
+		st.forget = false
+	}
 	e.interval.WithLabelValues(l.values()...).Set(intervalSeconds)
 	e.running.WithLabelValues(l.values()...).Add(0)
 	e.inFlight.WithLabelValues(l.values()...).Add(0)
@@ -261,26 +321,29 @@ func (e *Exporter) SetProbeConfig(l Labels, intervalSeconds float64, slo string,
 	}
 }
 
-// ForgetProbe deletes every series of a probe that is no longer configured (after a reload).
-// Counters of a probe that comes back start again from zero, which rate() reads as a reset.
-// Runs of the probe still in progress are detached: their later records and Finish publish
-// nothing (a record being published at that very moment may still recreate its series).
+// ForgetProbe deletes the gauges of a probe that is no longer configured (after a reload):
+// its interval, running, in-flight, objective, attainment, goodput, coverage, schedule and
+// last-run series. With runs of the probe in progress, they go when the last of them has
+// published its end: those runs are published in full, and counted, like any other. The
+// probe's counters and histograms stay, so that every finished run stays counted; they go
+// on if the probe is configured again.
 func (e *Exporter) ForgetProbe(l Labels) {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	if st := e.probes[l]; st != nil {
-		st.forgotten.Store(true)
-		delete(e.probes, l)
+		st.forget = true
+		return
 	}
-	e.mu.Unlock()
+	e.deleteGauges(l)
+}
+
+// deleteGauges deletes a probe's gauges (see ForgetProbe). e.mu is held.
+func (e *Exporter) deleteGauges(l Labels) {
 	m := l.match()
-	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
-		e.requests, e.promptTokens, e.outputTokens, e.sloRequests, e.sloObjective, e.attainment, e.goodput,
-		e.coverage, e.probeRuns, e.lastSuccess, e.lastRun, e.interval, e.running, e.inFlight, e.scheduleMet,
+	for _, v := range []*prometheus.GaugeVec{
+		e.sloObjective, e.attainment, e.goodput, e.coverage, e.lastSuccess, e.lastRun, e.interval, e.running, e.inFlight, e.scheduleMet,
 	} {
 		v.DeletePartialMatch(m)
-	}
-	for _, h := range e.hist {
-		h.DeletePartialMatch(m)
 	}
 }
 

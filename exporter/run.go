@@ -35,8 +35,9 @@ const (
 //   - the *artifact.RunJudgement (the run's last record) publishes its outcome, its SLO
 //     counters and bounds, span-join coverage and schedule.
 //
-// Write never fails: the exporter must not stop a run. After ForgetProbe of the run's probe it
-// publishes nothing.
+// Write never fails: the exporter must not stop a run. A run whose probe is forgotten
+// (ForgetProbe) while it is in progress is still published in full: every finished run is
+// counted exactly once, whatever reloads happen around it.
 type Run struct {
 	e  *Exporter
 	l  Labels
@@ -77,9 +78,6 @@ func (e *Exporter) StartRun(l Labels) *Run {
 
 // Write publishes one record of the run (see Run); it always returns nil.
 func (r *Run) Write(rec artifact.Record) error {
-	if r.st.forgotten.Load() {
-		return nil
-	}
 	switch v := rec.(type) {
 	case *artifact.RequestSent:
 		r.addInFlight(1)
@@ -111,7 +109,7 @@ func (r *Run) Close() error {
 func (r *Run) addInFlight(d int64) {
 	r.e.mu.Lock()
 	defer r.e.mu.Unlock()
-	if r.finished || r.st.forgotten.Load() || r.inFlight+d < 0 {
+	if r.finished || r.inFlight+d < 0 {
 		return
 	}
 	r.inFlight += d
@@ -130,7 +128,7 @@ func (r *Run) request(rec *artifact.Request) {
 	if rec.Status == artifact.RequestOK {
 		for _, k := range clientKeys {
 			if v := rec.ClientMetric(k); v.OK {
-				observe(e.hist[k].WithLabelValues(l.values(caseID)...), v.Ms/1000, ex)
+				e.observeKey(k, l, caseID, v.Ms/1000, ex)
 			}
 		}
 		if rec.PromptTokens != nil && *rec.PromptTokens >= 0 {
@@ -141,7 +139,7 @@ func (r *Run) request(rec *artifact.Request) {
 		}
 	}
 	if rec.DispatchLagMS != nil {
-		observe(e.hist[KeyDispatchLag].WithLabelValues(l.values(caseID)...), *rec.DispatchLagMS/1000, ex)
+		e.observeKey(KeyDispatchLag, l, caseID, *rec.DispatchLagMS/1000, ex)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -177,19 +175,19 @@ func (r *Run) observeServer() {
 		ex := exemplar(ref.traceID, &x, &ref.requestID)
 		for _, m := range serverAttrs {
 			if v, ok := span.Float(m.attr); ok && v >= 0 {
-				observe(r.e.hist[m.key].WithLabelValues(r.l.values(ref.caseID)...), v, ex)
+				r.e.observeKey(m.key, r.l, ref.caseID, v, ex)
 			}
 		}
 	}
 }
 
 // finish publishes the end of the run (the judgement's outcome, end time and analysis). Only
-// the first call of a run counts, and none after ForgetProbe of the run's probe.
+// the first call of a run counts. The last run in progress of a forgotten probe then
+// deletes the probe's gauges (ForgetProbe).
 func (r *Run) finish(j *artifact.RunJudgement) {
 	e, l := r.e, r.l
 	e.mu.Lock()
-	if r.finished || r.st.forgotten.Load() {
-		r.finished = true
+	if r.finished {
 		e.mu.Unlock()
 		return
 	}
@@ -197,13 +195,7 @@ func (r *Run) finish(j *artifact.RunJudgement) {
 	r.st.inFlight -= r.inFlight
 	r.inFlight = 0
 	r.st.runs--
-	running := 0.0
-	if r.st.runs > 0 {
-		running = 1
-	} else {
-		delete(e.probes, l)
-	}
-	e.running.WithLabelValues(l.values()...).Set(running)
+	e.running.WithLabelValues(l.values()...).Set(float64(min(r.st.runs, 1)))
 	e.inFlight.WithLabelValues(l.values()...).Set(float64(r.st.inFlight))
 	e.mu.Unlock()
 
@@ -213,6 +205,13 @@ func (r *Run) finish(j *artifact.RunJudgement) {
 	r.mu.Unlock()
 
 	e.probeRuns.WithLabelValues(l.values(labelValue(j.Outcome))...).Inc()
+	if j.Analysed {
+		r.publishSLO(j)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	// The gauges are set under e.mu, so that a ForgetProbe between two of them cannot be
+	// undone by the next one.
 	ts := float64(j.EndedAtNS) / 1e9
 	e.lastRun.WithLabelValues(l.values()...).Set(ts)
 	if j.Outcome == RunCompleted && ok > 0 {
@@ -225,9 +224,38 @@ func (r *Run) finish(j *artifact.RunJudgement) {
 		}
 		e.scheduleMet.WithLabelValues(l.values()...).Set(v)
 	}
-	if !j.Analysed {
-		return
+	if j.Analysed {
+		r.publishBounds(j)
 	}
+	if r.st.runs == 0 && e.probes[l] == r.st {
+		delete(e.probes, l)
+		if r.st.forget {
+			e.deleteGauges(l)
+		}
+	}
+}
+
+// publishSLO adds the judged run's SLO outcomes to inferprobe_slo_requests_total.
+func (r *Run) publishSLO(j *artifact.RunJudgement) {
+	for _, c := range j.Cases {
+		ev := c.SLO
+		if ev == nil {
+			continue
+		}
+		caseID, slo := labelValue(c.CaseID), labelValue(ev.Name)
+		for _, o := range []struct {
+			name string
+			n    int
+		}{{OutcomeMet, ev.Met}, {OutcomeMissed, ev.Missed}, {OutcomeUnknown, ev.Unknown}} {
+			r.e.sloRequests.WithLabelValues(r.l.values(caseID, slo, o.name)...).Add(float64(max(o.n, 0)))
+		}
+	}
+}
+
+// publishBounds replaces the probe's attainment, goodput and coverage gauges with the judged
+// run's. e.mu is held.
+func (r *Run) publishBounds(j *artifact.RunJudgement) {
+	e, l := r.e, r.l
 	m := l.match()
 	e.attainment.DeletePartialMatch(m)
 	e.goodput.DeletePartialMatch(m)
@@ -242,12 +270,6 @@ func (r *Run) finish(j *artifact.RunJudgement) {
 			continue
 		}
 		slo := labelValue(ev.Name)
-		for _, o := range []struct {
-			name string
-			n    int
-		}{{OutcomeMet, ev.Met}, {OutcomeMissed, ev.Missed}, {OutcomeUnknown, ev.Unknown}} {
-			e.sloRequests.WithLabelValues(l.values(caseID, slo, o.name)...).Add(float64(max(o.n, 0)))
-		}
 		set := func(g *prometheus.GaugeVec, bound string, v *float64) {
 			if v != nil {
 				g.WithLabelValues(l.values(caseID, slo, bound)...).Set(*v)

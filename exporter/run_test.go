@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/inferprobe/inferprobe/artifact"
@@ -874,17 +873,18 @@ func TestRunsOverlap(t *testing.T) {
 	if get("inferprobe_probe_running") != 0 || get("inferprobe_in_flight_requests") != 0 {
 		t.Error("running or in flight not back to 0")
 	}
-	// A probe forgotten mid-run (a reload) and started again: the old run is detached and
-	// publishes nothing more, so it neither resurrects series nor clobbers the new run's.
+	// A probe forgotten mid-run (a reload) and configured again: the old run is still
+	// published in full and counted once, beside the new run.
 	r3 := e.StartRun(probeA)
 	old1, s1 := next("caseOld")
 	_, s2 := next("caseOld")
 	_ = r3.Write(s1)
 	_ = r3.Write(s2)
 	e.ForgetProbe(probeA)
-	if n, _ := testutil.GatherAndCount(e.Registry(), "inferprobe_probe_running", "inferprobe_in_flight_requests", "inferprobe_probe_runs_total"); n != 0 {
-		t.Errorf("%d series left after ForgetProbe", n)
+	if get("inferprobe_probe_running") != 1 || get("inferprobe_in_flight_requests") != 2 {
+		t.Error("ForgetProbe deleted the gauges of a run in progress")
 	}
+	e.SetProbeConfig(probeA, 60, "", nil)
 	r4 := e.StartRun(probeA)
 	new1, s4 := next("caseA")
 	_ = r4.Write(s4)
@@ -894,28 +894,23 @@ func TestRunsOverlap(t *testing.T) {
 		Cases: []artifact.CaseJudgement{{CaseID: "caseOld", SpanJoinCoverage: p(1.0), SLO: &artifact.SLOJudgement{Name: "x", Met: 1}}}})
 	_ = r3.Close()
 	if get("inferprobe_probe_running") != 1 || get("inferprobe_in_flight_requests") != 1 {
-		t.Errorf("the detached run changed the new run's gauges: running %v, in flight %v",
+		t.Errorf("after the old run: running %v, in flight %v, want the new run's 1 and 1",
 			get("inferprobe_probe_running"), get("inferprobe_in_flight_requests"))
 	}
 	fams := gather(t, e)
-	for name, f := range fams {
-		for _, m := range f.GetMetric() {
-			lm := labelMap(m)
-			if lm[LabelCase] == "caseOld" || lm[LabelOutcome] == "interrupted" {
-				t.Errorf("the detached run published %s{%s}", name, labelSet(m))
-			}
-		}
+	if v := value(t, fams, "inferprobe_probe_runs_total", probeLabels(probeA, "outcome", "interrupted")); v != 1 {
+		t.Errorf("the old run counted %v times as interrupted, want once", v)
 	}
-	if m := metric(t, fams, "inferprobe_probe_schedule_met", probeLabels(probeA)); m != nil {
-		t.Errorf("the detached run published schedule_met %v", m.GetGauge().GetValue())
+	if v := value(t, fams, "inferprobe_slo_requests_total", caseLabels(probeA, "caseOld", "slo", "x", "outcome", "met")); v != 1 {
+		t.Errorf("the old run's met requests %v, want 1", v)
 	}
 	_ = r4.Write(new1)
 	_ = r4.Write(ended(RunCompleted, time.Unix(4, 0)))
 	if get("inferprobe_probe_running") != 0 || get("inferprobe_in_flight_requests") != 0 {
 		t.Error("running or in flight not back to 0 after the new run")
 	}
-	if v := value(t, gather(t, e), "inferprobe_probe_runs_total", probeLabels(probeA, "outcome", "completed")); v != 1 {
-		t.Errorf("runs completed %v", v)
+	if v := value(t, gather(t, e), "inferprobe_probe_runs_total", probeLabels(probeA, "outcome", "completed")); v != 3 {
+		t.Errorf("runs completed %v, want 3 (r1, r2, r4)", v)
 	}
 }
 

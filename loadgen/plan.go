@@ -64,7 +64,10 @@ type Config struct {
 	StreamUsage    bool   // sends stream_options.include_usage (streaming only)
 	MaxTokensField string // "max_tokens" or "max_completion_tokens"
 	ExtraBody      map[string]any
-	Seed           int64
+	Seed           int64 // of prompts, nonces and Poisson gaps
+	// RunSeeded says Seed is the run's own (UseRunSeed): another run draws other prompts, so
+	// no warning says that prompts repeat across runs.
+	RunSeeded bool
 
 	Concurrency  []int // closed-loop worker counts
 	InputTokens  []int // prompt token targets

@@ -46,7 +46,7 @@ type Workload struct {
 	NoStreamUsage  *bool    // excludes StreamUsage
 	MaxTokensField string   // default max_tokens
 	ExtraBody      string   // a JSON object
-	Seed           int64
+	Seed           *int64   // default 0; the daemon gives each run its own (Config.UseRunSeed)
 
 	Concurrency    []int    // default [1]; given, not empty
 	InputTokens    []int    // default [512]
@@ -95,7 +95,7 @@ func (w *Workload) Config() (*Config, error) {
 		Endpoint: w.Endpoint, Model: w.Model, APIKey: w.APIKey, RunID: w.RunID,
 		Stream:         or(w.Stream, true) && !or(w.NoStream, false),
 		StreamUsage:    or(w.StreamUsage, true) && !or(w.NoStreamUsage, false),
-		MaxTokensField: w.MaxTokensField, Seed: w.Seed,
+		MaxTokensField: w.MaxTokensField, Seed: or(w.Seed, 0),
 		Concurrency: w.Concurrency, InputTokens: w.InputTokens, OutputTokens: w.OutputTokens,
 		Requests: or(w.Requests, 0), WarmupRequests: w.WarmupRequests,
 		Arrival: schedule.Mode(or(w.Arrival, string(schedule.Closed))), Rates: w.Rates, BurstSize: w.BurstSize,

@@ -19,11 +19,12 @@ func TestWorkloadUnmarshalYAML(t *testing.T) {
 		return n.Content[0].Decode(w)
 	}
 	timeout := 10.0
-	w := Workload{Timeout: &timeout, InputTokens: []int{32}, Seed: 1}
+	seed := int64(1)
+	w := Workload{Timeout: &timeout, InputTokens: []int{32}, Seed: &seed}
 	if err := decode("rate: [2, '3,4.5']\narrival: poisson\nno-stream: 1\nextra-body: {top_k: 5}\nrequests: '6'\n", &w); err != nil {
 		t.Fatal(err)
 	}
-	if *w.Timeout != 10 || !reflect.DeepEqual(w.InputTokens, []int{32}) || w.Seed != 1 || !reflect.DeepEqual(w.Rates, []float64{2, 3, 4.5}) ||
+	if *w.Timeout != 10 || !reflect.DeepEqual(w.InputTokens, []int{32}) || *w.Seed != 1 || !reflect.DeepEqual(w.Rates, []float64{2, 3, 4.5}) ||
 		*w.Arrival != "poisson" || !*w.NoStream || w.ExtraBody != `{"top_k":5}` || *w.Requests != 6 || w.Stream != nil {
 		t.Fatalf("decoded %+v", w)
 	}

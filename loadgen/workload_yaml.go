@@ -221,13 +221,13 @@ func (v yamlValue) setField(dst any) error {
 			return valueErr(line, "want true or false, not %q", s)
 		}
 		setOr(dst, b)
-	case *int, **int, *int64:
+	case *int, **int, **int64:
 		n, err := strconv.ParseInt(s, 0, 64)
 		if err != nil {
 			return valueErr(line, "want a whole number, not %q", s)
 		}
-		if q, ok := dst.(*int64); ok {
-			*q = n
+		if q, ok := dst.(**int64); ok {
+			*q = &n
 		} else {
 			setOr(dst, int(n))
 		}

@@ -11,7 +11,8 @@ import (
 
 // Warnings are the start-of-run warnings of a workload: a prompt target too short for the
 // nonce of unique and shared-prefix prompts, prompts repeated across runs without a cache
-// reset, a cold cache intent without a reset URL, and environment proxies that are ignored.
+// reset (a fixed seed: not when the run has a seed of its own, Config.RunSeeded), a cold
+// cache intent without a reset URL, and environment proxies that are ignored.
 func Warnings(cfg *loadgen.Config) []string {
 	var w []string
 	if cfg.PromptMode != prompt.Repeat {
@@ -21,7 +22,7 @@ func Warnings(cfg *loadgen.Config) []string {
 				break
 			}
 		}
-		if cfg.CacheResetURL == "" {
+		if cfg.CacheResetURL == "" && !cfg.RunSeeded {
 			w = append(w, fmt.Sprintf("prompts are the same for every run with --seed %d; without --cache-reset-url a repeated run starts with them already cached", cfg.Seed))
 		}
 	}

@@ -30,6 +30,7 @@ type profileFlags struct {
 	timeout, drainTimeout, duration, cacheResetTimeout float64
 	stream, noStream, streamUsage, noStreamUsage       bool
 	requests, maxInFlight, prefixGroups                int
+	seed                                               int64
 	arrival, overflow, tokenizer                       string
 	output                                             string
 	quiet                                              bool
@@ -115,7 +116,7 @@ func (pf *profileFlags) register(cmd *cobra.Command) {
 	f.BoolVar(&pf.noStreamUsage, "no-stream-usage", false, "do not send stream_options (for endpoints that reject it)")
 	f.StringVar(&w.MaxTokensField, "max-tokens-field", "max_tokens", "field carrying the output cap: max_tokens or max_completion_tokens")
 	f.StringVar(&w.ExtraBody, "extra-body", "", "JSON object merged into every request (may not set model, messages, stream, stream_options or the output cap)")
-	f.Int64Var(&w.Seed, "seed", 0, "seed of prompts, nonces and Poisson gaps")
+	f.Int64Var(&pf.seed, "seed", 0, "seed of prompts, nonces and Poisson gaps")
 	f.IntSliceVar(&w.Concurrency, "concurrency", nil, "closed-loop worker counts, e.g. 1,4,8 (default 1)")
 	f.IntSliceVar(&w.InputTokens, "input-tokens", []int{loadgen.DefaultInputTokens}, "prompt token targets")
 	f.IntSliceVar(&w.OutputTokens, "output-tokens", []int{loadgen.DefaultOutputTokens}, "output token caps")
@@ -184,6 +185,7 @@ func ifGiven[T any](given func(string) bool, name string, p *T) *T {
 func (pf *profileFlags) workload(cmd *cobra.Command) loadgen.Workload {
 	w, given := pf.w, cmd.Flags().Changed
 	w.Timeout = ifGiven(given, "timeout", &pf.timeout)
+	w.Seed = ifGiven(given, "seed", &pf.seed)
 	w.DrainTimeout = ifGiven(given, "drain-timeout", &pf.drainTimeout)
 	w.Stream = ifGiven(given, "stream", &pf.stream)
 	w.NoStream = ifGiven(given, "no-stream", &pf.noStream)
