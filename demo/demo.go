@@ -161,11 +161,11 @@ func (d *Demo) runs(exp *exporter.Exporter, policy *analyze.Policy, version stri
 		c := r.cfg
 		c.Endpoint = d.EngineURL + "/v1/chat/completions"
 		c.Model = d.Model
-		c.RunID = fmt.Sprintf("demo-%d", time.Now().Unix())
+		c.RunID = fmt.Sprintf("%s-%d", r.probe, time.Now().Unix())
 		c.Timeout = 30 * time.Second
 		c.Stream, c.StreamUsage = true, true
 		c.InputTokens, c.OutputTokens = []int{256}, []int{64}
-		c.Seed = time.Now().UnixNano() // fresh prompts per demo run (nothing is cached yet)
+		c.UseRunSeed() // fresh prompts per demo run, as each probe run of serve draws them
 		if c.CacheState == loadgen.CacheCold {
 			c.CacheResetURL = d.EngineURL + "/reset_prefix_cache"
 		}
