@@ -11,7 +11,8 @@ import (
 )
 
 // RenderText writes the text report: a header (totals, failures by status, failure rate,
-// workload digest, memory scope, the session status when it did not complete, the SLO policy)
+// workload digest, memory scope, the session status when it did not complete, the records
+// ignored as another session's, the SLO policy)
 // and then, per case, one summary line and its optional lines: the rates line
 // naming the interval used, an invalid cohort, arrivals (open loops, or closed loops with drops
 // or failures, with the E2E-from-intended p95 for open loops), prompts (non-repeat modes),
@@ -49,6 +50,9 @@ func RenderText(w io.Writer, r *Report) error {
 	}
 	if s.SessionStatus != nil && *s.SessionStatus != "completed" {
 		fmt.Fprintf(b, "Session status: %s\n", *s.SessionStatus)
+	}
+	for _, ig := range r.IgnoredRecords {
+		fmt.Fprintln(b, ig.Text())
 	}
 	if r.SLO != nil {
 		fmt.Fprintf(b, "SLO policy: %s (digest %s, from %s)\n", r.SLO.Name, short(r.SLO.Digest), r.SLO.Source)
