@@ -195,7 +195,18 @@ func ratesLine(iv Intervals) string {
 	if iv.RateReason != nil {
 		line += fmt.Sprintf(", %s", *iv.RateReason)
 	}
-	return line
+	return line + drainNote(iv)
+}
+
+// drainNote warns, when the drain outlasts a rate interval that ends before the drain does
+// (the scheduled window of an open loop), that the rates count requests finished during the
+// drain but divide by the interval alone; "" otherwise.
+func drainNote(iv Intervals) string {
+	d, r := iv.Drain, iv.Rate
+	if d == nil || d.Seconds == nil || r.EndedAtNs >= d.EndedAtNs || *d.Seconds <= *r.Seconds {
+		return ""
+	}
+	return fmt.Sprintf("; drain %.2f s > window %.2f s: the rates count the requests that finished during the drain but divide by the window alone", *d.Seconds, *r.Seconds)
 }
 
 func arrivalLines(c *CaseReport) []string {

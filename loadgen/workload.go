@@ -168,34 +168,9 @@ func endpointOf(baseURL string) (string, error) {
 	return u.String(), nil
 }
 
-// setTimes sets the durations given in seconds; NaN, ±Inf and more than 1e9 s are refused.
-func (w *Workload) setTimes(c *Config) error {
-	for _, d := range []struct {
-		flag string
-		v    float64
-		dst  *time.Duration
-	}{
-		{"timeout", or(w.Timeout, DefaultTimeout.Seconds()), &c.Timeout},
-		{"drain-timeout", or(w.DrainTimeout, 0), &c.DrainTimeout},
-		{"duration", or(w.Duration, 0), &c.Duration},
-		{"burst-interval", w.BurstInterval, &c.BurstInterval},
-		{"cache-reset-timeout", or(w.CacheResetTimeout, DefaultCacheResetTimeout.Seconds()), &c.CacheResetTimeout},
-	} {
-		if d.v != d.v || d.v > 1e9 || d.v < -1e9 {
-			return flagErr(d.flag, "--%s must be a finite number of seconds", d.flag)
-		}
-		*d.dst = time.Duration(d.v * float64(time.Second))
-	}
-	return nil
-}
-
 // checkGivenValues refuses given values that would otherwise read as "unset".
 func (w *Workload) checkGivenValues() error {
 	switch {
-	case w.DrainTimeout != nil && *w.DrainTimeout <= 0:
-		return flagErr("drain-timeout", "--drain-timeout must be > 0")
-	case w.Duration != nil && *w.Duration <= 0:
-		return flagErr("duration", "--duration must be > 0")
 	case w.Requests != nil && *w.Requests < 1:
 		return flagErr("requests", "--requests must be ≥ 1")
 	case w.MaxInFlight != nil && *w.MaxInFlight < 1:

@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/inferprobe/inferprobe/artifact"
 )
 
 // Exit codes shared by every verb: 0 ok, 1 unexpected, 2 an unusable setting (found before
@@ -43,6 +45,16 @@ func (e *exitError) Unwrap() error { return e.err }
 // usageErrorf returns an exit-2 error: an unusable setting.
 func usageErrorf(format string, args ...any) error {
 	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// checkNumber is the usage error of a number flag whose value breaks rule (the one
+// artifact.Range every number setting is checked with), e.g. "--interval must be at least
+// 0.001 seconds (1 ms), not 0"; nil when v lies in it.
+func checkNumber(flag string, v float64, rule artifact.Range) error {
+	if err := rule.Check(v); err != nil {
+		return usageErrorf("--%s %v", flag, err)
+	}
+	return nil
 }
 
 // withCode wraps err so that the process exits with code.

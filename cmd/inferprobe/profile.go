@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/inferprobe/inferprobe/analyze"
+	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/loadgen"
 	"github.com/inferprobe/inferprobe/loadgen/prompt"
 	"github.com/inferprobe/inferprobe/run"
@@ -78,8 +79,8 @@ at the end.`,
 			default:
 				return usageErrorf("--system-sampler must be auto, none, psutil or nvidia-smi, not %q", pf.systemSampler)
 			}
-			if !(pf.sampleInterval > 0 && pf.sampleInterval <= 3600) {
-				return usageErrorf("--sample-interval must be > 0 and at most 3600 seconds")
+			if err := checkNumber("sample-interval", pf.sampleInterval, sampleInterval); err != nil {
+				return err
 			}
 			if pf.systemSampler == collect.SamplerNvidiaSMI {
 				if _, err := exec.LookPath("nvidia-smi"); err != nil {
@@ -98,6 +99,9 @@ at the end.`,
 	pf.register(cmd)
 	return cmd
 }
+
+// sampleInterval is the range of --sample-interval: above 0 s, at most 1 h.
+var sampleInterval = artifact.Range{Min: 0, MinExclusive: true, Max: 3600, Unit: "seconds"}
 
 // register defines profile's flags on cmd, bound to pf.
 func (pf *profileFlags) register(cmd *cobra.Command) {
