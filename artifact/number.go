@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // MaxSeconds is the longest duration any setting takes — a measured window, a timeout, a
@@ -67,15 +68,28 @@ func Seconds(min float64, minExclusive bool) Range {
 //	must be at least 0.001 seconds (1 ms), not 1e-09
 //	must be > 0 seconds, not -1
 func (r Range) Check(v float64) error {
+	return r.check(v, r.quantity, formatNumber)
+}
+
+// CheckDuration is Check for a duration written with its unit (a configuration's "5m"),
+// r being in seconds: the bound and the value read as durations, e.g. "must be at least 1s,
+// not -5m0s".
+func (r Range) CheckDuration(d time.Duration) error {
+	asDuration := func(secs float64) string { return time.Duration(secs * float64(time.Second)).String() }
+	return r.check(d.Seconds(), asDuration, asDuration)
+}
+
+// check is Check with the bound and the value written by bound and value.
+func (r Range) check(v float64, bound, value func(float64) string) error {
 	switch {
 	case math.IsNaN(v):
 		return errors.New("must be a number, not NaN")
 	case v > r.Max:
-		return fmt.Errorf("must be at most %s, not %s", r.quantity(r.Max), formatNumber(v))
+		return fmt.Errorf("must be at most %s, not %s", bound(r.Max), value(v))
 	case r.MinExclusive && v <= r.Min:
-		return fmt.Errorf("must be > %s, not %s", r.quantity(r.Min), formatNumber(v))
+		return fmt.Errorf("must be > %s, not %s", bound(r.Min), value(v))
 	case v < r.Min:
-		return fmt.Errorf("must be at least %s, not %s", r.quantity(r.Min), formatNumber(v))
+		return fmt.Errorf("must be at least %s, not %s", bound(r.Min), value(v))
 	}
 	return nil
 }

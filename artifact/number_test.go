@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 )
 
 func TestRangeCheckMessages(t *testing.T) {
@@ -60,5 +61,24 @@ func TestParseNumberMessages(t *testing.T) {
 	}
 	if v, err := ParseNumber("2.5"); err != nil || v != 2.5 {
 		t.Fatalf("ParseNumber(2.5) = %v, %v", v, err)
+	}
+}
+
+func TestRangeCheckDuration(t *testing.T) {
+	every := Range{Min: 1, Max: MaxSeconds, Unit: "seconds"}
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{-5 * time.Minute, "must be at least 1s, not -5m0s"},
+		{500 * time.Millisecond, "must be at least 1s, not 500ms"},
+		{8 * 24 * time.Hour, "must be at most 168h0m0s, not 192h0m0s"},
+	} {
+		if err := every.CheckDuration(tc.d); err == nil || err.Error() != tc.want {
+			t.Errorf("CheckDuration(%v) = %v, want %q", tc.d, err, tc.want)
+		}
+	}
+	if err := every.CheckDuration(time.Second); err != nil {
+		t.Errorf("CheckDuration(1s): %v", err)
 	}
 }

@@ -111,11 +111,11 @@ func (c *Config) validateEndpoint() error {
 	}
 	u, err := url.Parse(c.Endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return flagErr("endpoint", "endpoint %q must be an http or https URL", artifact.RedactURL(c.Endpoint))
+		return flagErr("endpoint", "endpoint %q must be an http or https URL", artifact.EchoURL(c.Endpoint))
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return flagErr("endpoint", "endpoint %q: port %s is not within 1..65535", artifact.RedactURL(c.Endpoint), p)
+			return flagErr("endpoint", "endpoint %q: port %s is not within 1..65535", artifact.EchoURL(c.Endpoint), p)
 		}
 	}
 	if !httpguts.ValidHeaderFieldValue(c.APIKey) {

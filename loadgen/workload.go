@@ -153,11 +153,12 @@ func (w *Workload) checkGiven() error {
 	return nil
 }
 
-// endpointOf is the Chat Completions URL of a /v1 base URL.
+// endpointOf is the Chat Completions URL of a /v1 base URL, which must be an absolute
+// http(s) URL; the error echoes the base URL as typed (artifact.EchoURL: no credentials).
 func endpointOf(baseURL string) (string, error) {
 	u, err := url.Parse(baseURL)
-	if err != nil {
-		return "", flagErr("base-url", "--base-url is not a URL: %v", artifact.RedactURL(baseURL))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", flagErr("base-url", "--base-url %q must be an http or https URL (…/v1)", artifact.EchoURL(baseURL))
 	}
 	base := strings.TrimRight(u.Path, "/")
 	if strings.HasSuffix(base, "/chat/completions") {

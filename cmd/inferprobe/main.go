@@ -8,6 +8,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -66,11 +67,15 @@ func main() {
 	os.Exit(execute(os.Args[1:]))
 }
 
+// rawArgsKey is the context key of the command line as given (execute's args), for the
+// messages that depend on where an argument stood (noArgsOptionalValueHint).
+type rawArgsKey struct{}
+
 // execute runs the command line args and returns the process exit code.
 func execute(args []string) int {
 	root := newRootCmd()
 	root.SetArgs(args)
-	err := root.Execute()
+	err := root.ExecuteContext(context.WithValue(context.Background(), rawArgsKey{}, args))
 	if err == nil {
 		return exitOK
 	}

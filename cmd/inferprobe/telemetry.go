@@ -136,10 +136,36 @@ func (tf *telemetryFlags) apply(spec *run.Spec) error {
 }
 
 // noArgsOptionalValueHint is cobra.NoArgs for verbs with optional-value flags (--vllm-metrics,
-// --vllm-spans-listen, …): a stray argument is most often such a value written after a space.
+// --vllm-spans-listen, …): a stray argument right after such a flag given bare was most
+// likely meant as its value, and the error says how to write it ("unexpected argument
+// "127.0.0.1:4318": --vllm-spans-listen takes its value after '=' (…)"); any other is
+// "unexpected argument "X"".
 func noArgsOptionalValueHint(cmd *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return usageErrorf("unexpected argument %q: a flag with an optional value (--vllm-metrics, --vllm-spans-listen, --vllm-spans-grpc-listen) takes it after '=', e.g. --vllm-spans-listen=127.0.0.1:4318", args[0])
+	if len(args) == 0 {
+		return nil
 	}
-	return nil
+	if name := optionalFlagBefore(cmd, args[0]); name != "" {
+		return usageErrorf("unexpected argument %q: --%s takes its value after '=' (--%s=%s)", args[0], name, name, args[0])
+	}
+	return usageErrorf("unexpected argument %q", args[0])
+}
+
+// optionalFlagBefore is the optional-value flag (NoOptDefVal set) written bare — "--name"
+// alone — right before arg on the command line (execute's raw arguments), or "".
+func optionalFlagBefore(cmd *cobra.Command, arg string) string {
+	ctx := cmd.Context()
+	if ctx == nil {
+		return ""
+	}
+	raw, _ := ctx.Value(rawArgsKey{}).([]string)
+	for i := 1; i < len(raw); i++ {
+		name, ok := strings.CutPrefix(raw[i-1], "--")
+		if raw[i] != arg || !ok || name == "" {
+			continue
+		}
+		if f := cmd.Flags().Lookup(name); f != nil && f.NoOptDefVal != "" {
+			return name
+		}
+	}
+	return ""
 }
