@@ -28,23 +28,34 @@ type Input struct {
 	// Warmup holds the join keys of the warmup requests that were sent, so that a span of a
 	// warmup request is told apart from one of another run.
 	Warmup []join.Request
+	// Ignored lists, by session id, the records of sessions that no infer.session record of
+	// the artifact declares (ReasonOtherSession: lines spliced in from another run). Their
+	// infer.request and infer.phase_window records are in none of the fields above, nor
+	// counted in RequestRecords. Empty when there are none.
+	Ignored []IgnoredRecords
 }
 
 // NewInput prepares a loaded artifact for analysis: it groups the measured requests of
 // a.Requests by case (each record embedded as it is, its slices and pointers shared, not
 // copied) and keeps the warmup requests' join keys.
+//
+// Records of a session that no infer.session record declares are left out and listed in
+// Ignored (excludeOtherSessions); a is not changed.
 func NewInput(a *artifact.Artifact) *Input {
 	in := &Input{Artifact: a, Cases: map[string][]Request{}, RequestRecords: len(a.Requests)}
+	var warmupSessions []string
 	for i := range a.Requests {
 		r := &a.Requests[i]
 		if r.Phase != artifact.PhaseMeasured {
 			if jr, ok := join.RequestOf(r); ok {
 				in.Warmup = append(in.Warmup, jr)
+				warmupSessions = append(warmupSessions, r.SessionID)
 			}
 			continue
 		}
 		in.Cases[r.CaseID] = append(in.Cases[r.CaseID], Request{Request: *r})
 	}
+	in.excludeOtherSessions(requestSessions(a.Requests), warmupSessions)
 	return in
 }
 
@@ -67,7 +78,7 @@ func (in *Input) Validate() error {
 		if n := a.Stats.Kinds[artifact.KindRequestV2]; n > 0 {
 			return fmt.Errorf("%w: %s has no infer.request v1 record (only %d correlation-model infer.request v2 records)", artifact.ErrInvalidArtifact, name, n)
 		}
-		return fmt.Errorf("%w: %s has no infer.request record", artifact.ErrInvalidArtifact, name)
+		return fmt.Errorf("%w: %s has no infer.request record%s", artifact.ErrInvalidArtifact, name, in.ignoredNote())
 	}
 	return nil
 }
@@ -170,15 +181,20 @@ type merger struct {
 	in     *Input
 	st     artifact.Stats
 	budget int // requests that may still be reserved up front (presizeBudget)
+	// sessions counts the request records by session id; warmupSessions is the session of
+	// each of in.Warmup (excludeOtherSessions).
+	sessions       sessionCounts
+	warmupSessions []string
 }
 
 func newMerger(path string) *merger {
 	a := &artifact.Artifact{Path: path}
 	return &merger{
-		a:      a,
-		in:     &Input{Artifact: a, Cases: map[string][]Request{}},
-		st:     artifact.Stats{Kinds: map[artifact.Kind]int{}},
-		budget: presizeBudget,
+		a:        a,
+		in:       &Input{Artifact: a, Cases: map[string][]Request{}},
+		st:       artifact.Stats{Kinds: map[artifact.Kind]int{}},
+		budget:   presizeBudget,
+		sessions: sessionCounts{},
 	}
 }
 
@@ -223,9 +239,11 @@ func (m *merger) item(it *blockItem) {
 		return
 	}
 	m.in.RequestRecords++
+	m.sessions[it.session]++
 	if !it.measured {
 		if it.sent {
 			m.in.Warmup = append(m.in.Warmup, it.warmup)
+			m.warmupSessions = append(m.warmupSessions, it.session)
 		}
 		return
 	}
@@ -244,6 +262,7 @@ func (m *merger) item(it *blockItem) {
 func (m *merger) input() *Input {
 	m.a.Stats = m.st
 	m.a.Truncated = m.st.Truncated
+	m.in.excludeOtherSessions(m.sessions, m.warmupSessions)
 	return m.in
 }
 

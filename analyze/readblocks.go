@@ -36,6 +36,7 @@ type blockItem struct {
 	request  bool
 	measured bool
 	sent     bool
+	session  string // a request's session_id
 	req      Request
 	warmup   join.Request
 }
@@ -81,7 +82,7 @@ func decodeBlock(rd artifact.Reader, p *packer, data []byte, items []blockItem) 
 	st, err := rd.Read(bytes.NewReader(data), func(rec artifact.Line) error {
 		switch v := rec.Value.(type) {
 		case *artifact.Request:
-			it := blockItem{request: true, measured: v.Phase == artifact.PhaseMeasured}
+			it := blockItem{request: true, measured: v.Phase == artifact.PhaseMeasured, session: p.intern(v.SessionID)}
 			if it.measured {
 				it.req = Request{Request: p.record(v)}
 			} else {

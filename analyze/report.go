@@ -84,7 +84,10 @@ type Report struct {
 	// CaseOrder lists the cases in the order the workload gave them (infer.workload), then
 	// any case the workload does not name, by id; the text report follows it.
 	CaseOrder []string `json:"case_order"`
-	Warnings  []string `json:"-"`
+	// IgnoredRecords are the records the analysis left out, by session id (Input.Ignored);
+	// [] when none.
+	IgnoredRecords []IgnoredRecords `json:"ignored_records"`
+	Warnings       []string         `json:"-"`
 	// ScheduleKept says whether the load generator kept its schedule (scheduleKept); it is
 	// for the live exporter, not part of the JSON.
 	ScheduleKept bool        `json:"-"`
@@ -161,7 +164,8 @@ func AnalyzeInput(ctx context.Context, in *Input, opts Options) (*Report, error)
 	if err := rule.Validate(); err != nil {
 		return nil, fmt.Errorf("analyze: %w", err)
 	}
-	rep := &Report{AnalysisVersion: AnalysisVersion, Cases: map[string]*CaseReport{}, ScheduleKept: scheduleKept(in)}
+	rep := &Report{AnalysisVersion: AnalysisVersion, Cases: map[string]*CaseReport{}, ScheduleKept: scheduleKept(in),
+		IgnoredRecords: nonNilIgnored(in.Ignored)}
 	policy, source, err := choosePolicy(a, opts, rep)
 	if err != nil {
 		return nil, err

@@ -152,11 +152,11 @@ func TestPolicyInvalidCriteria(t *testing.T) {
 		"client.itl":       {`{"metric":"itl","boundary":"client","max_ms":50}`, "chunks are not tokens"},
 		"unknown boundary": {`{"metric":"ttft","boundary":"proxy","max_ms":50}`, "unknown criterion proxy.ttft"},
 		"unknown metric":   {`{"metric":"ttfb","boundary":"server","max_ms":50}`, "unknown criterion server.ttfb"},
-		"max_ms 0":         {`{"metric":"ttft","boundary":"client","max_ms":0}`, "max_ms must be a positive number"},
-		"max_ms negative":  {`{"metric":"ttft","boundary":"client","max_ms":-5}`, "max_ms must be a positive number"},
+		"max_ms 0":         {`{"metric":"ttft","boundary":"client","max_ms":0}`, "criteria[0].max_ms must be > 0 milliseconds, not 0"},
+		"max_ms negative":  {`{"metric":"ttft","boundary":"client","max_ms":-5}`, "criteria[0].max_ms must be > 0 milliseconds, not -5"},
 		"max_ms string":    {`{"metric":"ttft","boundary":"client","max_ms":"50"}`, "max_ms must be a positive number"},
 		"max_ms true":      {`{"metric":"ttft","boundary":"client","max_ms":true}`, "max_ms must be a positive number"},
-		"max_ms inf":       {`{"metric":"ttft","boundary":"client","max_ms":1e999}`, "max_ms must be a positive number"},
+		"max_ms inf":       {`{"metric":"ttft","boundary":"client","max_ms":1e999}`, "criteria[0].max_ms 1e999 is out of range (float64 holds at most ±1.8e+308)"},
 		"max_ms null":      {`{"metric":"ttft","boundary":"client","max_ms":null}`, "max_ms must be a positive number"},
 		"max_ms missing":   {`{"metric":"ttft","boundary":"client"}`, "max_ms must be a positive number"},
 		"extra key":        {`{"metric":"ttft","boundary":"client","max_ms":50,"p":99}`, "criteria[0] has unknown fields: p"},
@@ -301,4 +301,22 @@ func FuzzParseSLOFlags(f *testing.F) {
 			t.Fatalf("flag policy's document refused: %v", err)
 		}
 	})
+}
+
+// TestParseSLOFlagsLimitMessages: a limit that overflows float64 is out of range (not "not
+// positive"); one that is not > 0 says so with the value, word for word.
+func TestParseSLOFlagsLimitMessages(t *testing.T) {
+	for _, tc := range []struct{ item, want string }{
+		{"ttft:1e400", `--slo "ttft:1e400": 1e400 is out of range (float64 holds at most ±1.8e+308)`},
+		{"server.queue:1e999", `--slo "server.queue:1e999": 1e999 is out of range (float64 holds at most ±1.8e+308)`},
+		{"ttft:0", `--slo "ttft:0": the limit must be > 0 milliseconds, not 0`},
+		{"ttft:0e5", `--slo "ttft:0e5": the limit must be > 0 milliseconds, not 0`},
+		{"ttft:-1", `--slo "ttft:-1": "-1" is not a number of milliseconds`},
+		{"ttft:fast", `--slo "ttft:fast": "fast" is not a number of milliseconds`},
+	} {
+		_, err := ParseSLOFlags([]string{tc.item})
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s: %v, want %q", tc.item, err, tc.want)
+		}
+	}
 }

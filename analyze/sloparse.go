@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/inferprobe/inferprobe/artifact"
 )
 
 var namePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
@@ -123,7 +125,8 @@ func ParsePolicy(data []byte) (*Policy, error) {
 // dot is a client criterion; MS is a decimal number of milliseconds, finite and > 0. Flag
 // policies have no targets and judge the measured window. Errors (the CLI maps them to exit
 // 2, usage): no values, a value that is not KEY:MS, an unknown criterion, client.itl (chunks
-// are not tokens), a repeated key, or a limit that is not a positive number.
+// are not tokens), a repeated key, or a limit that is not a number, beyond float64's range
+// ("1e400 is out of range") or not > 0.
 func ParseSLOFlags(items []string) (*Policy, error) {
 	if len(items) == 0 {
 		return nil, errors.New("--slo: give at least one KEY:MS criterion, such as ttft:500")
@@ -161,9 +164,14 @@ func criterionFromFlag(item string) (Criterion, error) {
 	if !decimalPattern.MatchString(raw) {
 		return Criterion{}, fmt.Errorf("--slo %q: %q is not a number of milliseconds", item, raw)
 	}
-	limit, err := strconv.ParseFloat(raw, 64)
-	if err != nil || math.IsInf(limit, 0) || limit <= 0 {
-		return Criterion{}, fmt.Errorf("--slo %q: the limit must be a positive number of milliseconds", item)
+	limit, err := artifact.ParseNumber(raw)
+	if err == nil {
+		if err = limitRange.Check(limit); err != nil {
+			err = fmt.Errorf("the limit %w", err)
+		}
+	}
+	if err != nil {
+		return Criterion{}, fmt.Errorf("--slo %q: %w", item, err)
 	}
 	if err := knownCriterion(boundary, metric); err != nil {
 		return Criterion{}, fmt.Errorf("--slo %q: %w", item, err)
@@ -215,9 +223,9 @@ func criterionFromDocument(item any, index int) (Criterion, error) {
 	if err := knownCriterion(boundary, metric); err != nil {
 		return Criterion{}, fmt.Errorf("%s: %w", label, err)
 	}
-	limit, ok := finiteNumber(m["max_ms"])
-	if !ok || limit <= 0 {
-		return Criterion{}, fmt.Errorf("%s.max_ms must be a positive number of milliseconds", label)
+	limit, err := limitValue(m["max_ms"], label+".max_ms")
+	if err != nil {
+		return Criterion{}, err
 	}
 	target, err := targetValue(m["attainment_target"], label+".attainment_target")
 	if err != nil {
@@ -280,6 +288,27 @@ func newPolicy(name any, criteria []Criterion, target *float64, interval PolicyI
 		UnknownPolicy:    UnknownPolicyBound,
 		Interval:         interval,
 	}, nil
+}
+
+// limitRange is the rule of a criterion's limit (max_ms, an --slo KEY:MS): above 0 ms.
+var limitRange = artifact.Range{Min: 0, MinExclusive: true, Max: math.MaxFloat64, Unit: "milliseconds"}
+
+// limitValue reads a policy document's max_ms (label names it): a JSON number within
+// float64's range (1e999 "is out of range") and limitRange.
+func limitValue(v any, label string) (float64, error) {
+	if n, ok := v.(json.Number); ok {
+		if _, err := artifact.ParseNumber(string(n)); errors.Is(err, artifact.ErrOutOfRange) {
+			return 0, fmt.Errorf("%s %w", label, err)
+		}
+	}
+	f, ok := finiteNumber(v)
+	if !ok {
+		return 0, fmt.Errorf("%s must be a positive number of milliseconds", label)
+	}
+	if err := limitRange.Check(f); err != nil {
+		return 0, fmt.Errorf("%s %w", label, err)
+	}
+	return f, nil
 }
 
 // finiteNumber accepts a number (json.Number, float64, or the int64 of an OTLP intValue span

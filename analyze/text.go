@@ -13,9 +13,10 @@ import (
 
 // RenderText writes the text report: a header (totals, failures by status, the most common
 // failure reasons and how many more there are, failure rate, workload digest, memory scope,
-// the session status when it did not complete, the SLO policy) and then, per case in the
-// report's case order, one summary line (a percentile over fewer successful values than its
-// sufficiency rule needs is marked "[insufficient n=N<NMIN]") and its optional lines: the rates line
+// the session status when it did not complete, the records ignored as another session's, the
+// SLO policy) and then, per case in the report's case order, one summary line (a percentile
+// over fewer successful values than its sufficiency rule needs is marked "[insufficient
+// n=N<NMIN]") and its optional lines: the rates line
 // naming the interval used, an invalid cohort, arrivals (open loops, or closed loops with drops
 // or failures, with the E2E-from-intended p95 for open loops), prompts (non-repeat modes),
 // cache (cold or reset), memory (client-local peaks, server maxima once server telemetry is
@@ -57,6 +58,9 @@ func RenderText(w io.Writer, r *Report) error {
 	}
 	if line := sessionLine(s); line != "" {
 		fmt.Fprintln(b, line)
+	}
+	for _, ig := range r.IgnoredRecords {
+		fmt.Fprintln(b, ig.Text())
 	}
 	if r.SLO != nil {
 		fmt.Fprintf(b, "SLO policy: %s (digest %s, from %s)\n", r.SLO.Name, short(r.SLO.Digest), r.SLO.Source)
@@ -218,7 +222,18 @@ func ratesLine(iv Intervals) string {
 	if iv.RateReason != nil {
 		line += fmt.Sprintf(", %s", *iv.RateReason)
 	}
-	return line
+	return line + drainNote(iv)
+}
+
+// drainNote warns, when the drain outlasts a rate interval that ends before the drain does
+// (the scheduled window of an open loop), that the rates count requests finished during the
+// drain but divide by the interval alone; "" otherwise.
+func drainNote(iv Intervals) string {
+	d, r := iv.Drain, iv.Rate
+	if d == nil || d.Seconds == nil || r.EndedAtNs >= d.EndedAtNs || *d.Seconds <= *r.Seconds {
+		return ""
+	}
+	return fmt.Sprintf("; drain %.2f s > window %.2f s: the rates count the requests that finished during the drain but divide by the window alone", *d.Seconds, *r.Seconds)
 }
 
 func arrivalLines(c *CaseReport) []string {

@@ -94,6 +94,32 @@ func RedactURL(raw string) string {
 	return u.String()
 }
 
+// EchoURL is a URL as the user typed it, for an error message: the text itself — never
+// parsed and re-encoded, so "not a url" stays "not a url" — without what can carry a
+// credential: the user information (everything before the last '@' of the authority, which
+// is the text after "//" up to the next '/', or without "//" the text up to the first '/')
+// becomes "<redacted>", a query string "?<redacted>", and the fragment is dropped. Quote it
+// (%q) when printing: it may hold any character.
+func EchoURL(raw string) string {
+	s, _, _ := strings.Cut(raw, "#")
+	s, query, hasQuery := strings.Cut(s, "?")
+	start := 0
+	if i := strings.Index(s, "//"); i >= 0 {
+		start = i + 2
+	}
+	end := len(s)
+	if j := strings.IndexByte(s[start:], '/'); j >= 0 {
+		end = start + j
+	}
+	if at := strings.LastIndexByte(s[start:end], '@'); at >= 0 {
+		s = s[:start] + Redacted + s[start+at:]
+	}
+	if hasQuery && query != "" {
+		s += "?" + Redacted
+	}
+	return s
+}
+
 // ClosingSession is a profile run's last line: the infer.session record with the final
 // status (StatusCompleted, StatusInterrupted or StatusIncomplete), its summary — producer
 // ProducerProfile, host, this process's pid, start and end (Unix ns, and the duration in

@@ -26,6 +26,13 @@ const (
 // ErrClosed is returned by Writer methods called after Close.
 var ErrClosed = errors.New("artifact: writer is closed")
 
+// ErrLocked is wrapped by NewWriter's error when another Writer — of this process or another
+// — holds the file open: two runs writing one artifact would interleave their lines.
+var ErrLocked = errors.New("another run is writing it (the file is locked)")
+
+// errLockHeld is lockFile's answer when the lock is held elsewhere.
+var errLockHeld = errors.New("lock held")
+
 // Writer appends records to a JSONL artifact; it is the run's first Sink. One goroutine owns the file;
 // Write may be called from any number of goroutines. Each record is encoded
 // by its caller into one complete line and queued; the owner appends lines
@@ -54,17 +61,32 @@ type writeReq struct {
 }
 
 // NewWriter creates (or truncates) the artifact at path, creating missing
-// parent directories (0755); the file is created 0644. It fails before
-// writing anything when the path cannot be opened.
+// parent directories (0755); the file is created 0644. The Writer holds an
+// exclusive advisory lock (flock, on unix systems) on the file until Close,
+// and truncates the file only once it holds the lock. It fails before
+// writing anything when the path cannot be opened, and with an error
+// wrapping ErrLocked, leaving the file untouched, when another Writer holds
+// the lock.
 func NewWriter(path string) (*Writer, error) {
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("artifact: creating %s: %w", dir, err)
 		}
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("artifact: opening %s: %w", path, err)
+	}
+	if err := lockFile(f.Fd()); err != nil {
+		_ = f.Close()
+		if errors.Is(err, errLockHeld) {
+			return nil, fmt.Errorf("artifact: %s: %w", path, ErrLocked)
+		}
+		return nil, fmt.Errorf("artifact: locking %s: %w", path, err)
+	}
+	if err := f.Truncate(0); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("artifact: truncating %s: %w", path, err)
 	}
 	w := &Writer{
 		path:  path,

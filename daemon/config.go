@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -23,6 +24,8 @@ import (
 
 	"github.com/prometheus/exporter-toolkit/web"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/inferprobe/inferprobe/artifact"
 )
 
 // Defaults of the configuration.
@@ -92,6 +95,16 @@ func parseIn(data []byte, baseDir string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	c, err := load(f, data)
+	if err != nil {
+		return nil, withLine(data, err)
+	}
+	return c, nil
+}
+
+// load validates the decoded file f (the document data) into a Config. Its errors are
+// *ConfigError values naming the key; parseIn adds the key's line.
+func load(f *File, data []byte) (*Config, error) {
 	c := &Config{Listen: DefaultListen, HTTPListen: DefaultHTTPListen, GRPCListen: DefaultGRPCListen,
 		ArtifactDir: DefaultArtifactDir, Keep: DefaultKeep, MaxAge: DefaultMaxAge, WebConfigFile: f.WebConfigFile, raw: data}
 	for _, step := range []func(*File) error{c.loadListeners, c.loadWebConfig, c.loadArtifacts} {
@@ -196,6 +209,9 @@ func (c *Config) loadWebConfig(*File) error {
 	return nil
 }
 
+// maxAgeRange is the range of artifacts.max_age: 0 (no age limit) or more.
+var maxAgeRange = artifact.Range{Min: 0, Max: math.Inf(1), Unit: "seconds"}
+
 // loadArtifacts sets the artifact directory and retention.
 func (c *Config) loadArtifacts(f *File) error {
 	if f.Artifacts.Dir != "" {
@@ -211,8 +227,8 @@ func (c *Config) loadArtifacts(f *File) error {
 		c.Keep = int(*f.Artifacts.Keep)
 	}
 	if f.Artifacts.MaxAge != nil {
-		if *f.Artifacts.MaxAge < 0 {
-			return cfgErr("artifacts.max_age", "must be ≥ 0 (0: no age limit)")
+		if err := maxAgeRange.CheckDuration(time.Duration(*f.Artifacts.MaxAge)); err != nil {
+			return cfgErr("artifacts.max_age", "%v (0: no age limit)", err)
 		}
 		c.MaxAge = time.Duration(*f.Artifacts.MaxAge)
 	}

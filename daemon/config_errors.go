@@ -134,3 +134,57 @@ func linePaths(n *yaml.Node, path string, m map[int]string) {
 		}
 	}
 }
+
+// lineSuffixRe matches a message that already names its line.
+var lineSuffixRe = regexp.MustCompile(`\(line \d+\)`)
+
+// withLine gives a *ConfigError about a value of the document (data) the line of its key,
+// as the YAML reader's own errors have it: "config: probes[0].every: must be at least 1s,
+// not -5m0s (line 13)". A message that names a line already, an error without a key, and a
+// key the document does not write (a default, a missing section) are left as they are.
+func withLine(data []byte, err error) error {
+	ce, ok := err.(*ConfigError)
+	if !ok || ce.Key == "" || lineSuffixRe.MatchString(ce.Msg) {
+		return err
+	}
+	var root yaml.Node
+	if yaml.Unmarshal(data, &root) != nil {
+		return err
+	}
+	lines := map[string]int{}
+	keyLines(&root, "", lines)
+	if n, ok := lines[ce.Key]; ok {
+		return &ConfigError{Key: ce.Key, Msg: fmt.Sprintf("%s (line %d)", ce.Msg, n)}
+	}
+	return err
+}
+
+// keyLines records the line of every key ("probes[1].every": the line of "every:") and
+// list item ("probes[1]": the line of its "-") of the document, by path. Aliases are not
+// followed.
+func keyLines(n *yaml.Node, path string, m map[string]int) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			keyLines(c, path, m)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := k.Value
+			if path != "" {
+				p = path + "." + k.Value
+			}
+			if _, seen := m[p]; !seen {
+				m[p] = k.Line
+			}
+			keyLines(v, p, m)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			m[p] = c.Line
+			keyLines(c, p, m)
+		}
+	}
+}

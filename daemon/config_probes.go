@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/exporter"
 	"github.com/inferprobe/inferprobe/loadgen"
 	"github.com/inferprobe/inferprobe/loadgen/prompt"
@@ -103,6 +105,12 @@ func loadProbe(key string, p ProbeFile, targets map[string]*Target, slos map[str
 	return pr, nil
 }
 
+// The ranges of a probe's durations, in seconds: every at least 1 s, spans_drain up to 10 min.
+var (
+	everyRange      = artifact.Range{Min: 1, Max: math.Inf(1), Unit: "seconds"}
+	spansDrainRange = artifact.Range{Min: 0, Max: 600, Unit: "seconds"}
+)
+
 // loadSchedule checks a probe's name, target, SLO, schedule and span drain.
 func loadSchedule(key string, p ProbeFile, targets map[string]*Target, slos map[string]*SLO) (*Probe, error) {
 	if !nameRe.MatchString(p.Name) {
@@ -122,16 +130,16 @@ func loadSchedule(key string, p ProbeFile, targets map[string]*Target, slos map[
 		return nil, cfgErr(key, "every and continuous are mutually exclusive")
 	case p.Every != nil:
 		pr.Every = time.Duration(*p.Every)
-		if pr.Every < time.Second {
-			return nil, cfgErr(key+".every", "must be at least 1s")
+		if err := everyRange.CheckDuration(pr.Every); err != nil {
+			return nil, cfgErr(key+".every", "%v", err)
 		}
 	case !p.Continuous:
 		return nil, cfgErr(key, "a schedule is required: every: DURATION, or continuous: true")
 	}
 	if p.SpansDrain != nil {
 		pr.SpansDrain = time.Duration(*p.SpansDrain)
-		if pr.SpansDrain < 0 || pr.SpansDrain > 10*time.Minute {
-			return nil, cfgErr(key+".spans_drain", "must be between 0s and 10m")
+		if err := spansDrainRange.CheckDuration(pr.SpansDrain); err != nil {
+			return nil, cfgErr(key+".spans_drain", "%v", err)
 		}
 	}
 	return pr, nil

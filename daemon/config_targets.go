@@ -27,6 +27,9 @@ var nameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 // envNameRe is the rule for an environment variable's name (api_key_env).
 var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
+// scrapeIntervalRange is the range of a target's scrape_interval: 100 ms to 1 h.
+var scrapeIntervalRange = artifact.Range{Min: 0.1, Max: 3600, Unit: "seconds"}
+
 // loadTarget validates a target: its name, one URL, the model, the API key from the
 // environment and the /metrics scrape.
 func loadTarget(key string, t TargetFile) (*Target, error) {
@@ -45,7 +48,7 @@ func loadTarget(key string, t TargetFile) (*Target, error) {
 		}
 		pu, err := url.Parse(u.v)
 		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
-			return nil, cfgErr(key+"."+u.key, "want an absolute http(s) URL, not %q", artifact.RedactURL(u.v))
+			return nil, cfgErr(key+"."+u.key, "want an absolute http(s) URL, not %q", artifact.EchoURL(u.v))
 		}
 	}
 	tg := &Target{Name: t.Name, Endpoint: t.Endpoint, Model: t.Model, ScrapeInterval: DefaultScrapeInterval}
@@ -68,8 +71,8 @@ func loadTarget(key string, t TargetFile) (*Target, error) {
 	}
 	if t.ScrapeInterval != nil {
 		tg.ScrapeInterval = time.Duration(*t.ScrapeInterval)
-		if tg.ScrapeInterval < 100*time.Millisecond || tg.ScrapeInterval > time.Hour {
-			return nil, cfgErr(key+".scrape_interval", "must be between 100ms and 1h")
+		if err := scrapeIntervalRange.CheckDuration(tg.ScrapeInterval); err != nil {
+			return nil, cfgErr(key+".scrape_interval", "%v", err)
 		}
 	}
 	switch t.MetricsURL {

@@ -93,7 +93,7 @@ func (c *Config) Defaults() {
 // first broken rule is returned as a *UsageError.
 func (c *Config) Validate() error {
 	for _, check := range []func() error{
-		c.validateEndpoint, c.validateBody, c.validateCounts, c.validateArrival,
+		c.validateEndpoint, c.validateTimes, c.validateBody, c.validateCounts, c.validateArrival,
 		c.validatePrompts, c.validateCache, c.validateSchedules,
 	} {
 		if err := check(); err != nil {
@@ -111,11 +111,11 @@ func (c *Config) validateEndpoint() error {
 	}
 	u, err := url.Parse(c.Endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return flagErr("endpoint", "endpoint %q must be an http or https URL", artifact.RedactURL(c.Endpoint))
+		return flagErr("endpoint", "endpoint %q must be an http or https URL", artifact.EchoURL(c.Endpoint))
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return flagErr("endpoint", "endpoint %q: port %s is not within 1..65535", artifact.RedactURL(c.Endpoint), p)
+			return flagErr("endpoint", "endpoint %q: port %s is not within 1..65535", artifact.EchoURL(c.Endpoint), p)
 		}
 	}
 	if !httpguts.ValidHeaderFieldValue(c.APIKey) {
@@ -130,15 +130,9 @@ func (c *Config) validateEndpoint() error {
 	return nil
 }
 
-// validateBody checks each request: its timeouts, the output cap's field, the extra body
+// validateBody checks each request: the output cap's field, the extra body
 // (which may not set what inferprobe sets) and the token targets and caps.
 func (c *Config) validateBody() error {
-	if c.Timeout <= 0 {
-		return flagErr("timeout", "--timeout must be > 0")
-	}
-	if c.DrainTimeout <= 0 {
-		return flagErr("drain-timeout", "--drain-timeout must be > 0")
-	}
 	switch c.MaxTokensField {
 	case "max_tokens", "max_completion_tokens":
 	default:
@@ -175,8 +169,6 @@ func (c *Config) validateCounts() error {
 	switch {
 	case c.Requests < 0:
 		return flagErr("requests", "--requests must be ≥ 1")
-	case c.Duration < 0:
-		return flagErr("duration", "--duration must be > 0")
 	case c.Duration > 0 && c.Requests > 1:
 		return flagErr("duration", "--duration and --requests are mutually exclusive")
 	case c.WarmupRequests < 0:
@@ -318,9 +310,6 @@ func (c *Config) validateCache() error {
 		if err != nil || (ru.Scheme != "http" && ru.Scheme != "https") || ru.Host == "" {
 			return flagErr("cache-reset-url", "--cache-reset-url must be an http or https URL")
 		}
-	}
-	if c.CacheResetTimeout < 0 {
-		return flagErr("cache-reset-timeout", "--cache-reset-timeout must be ≥ 0")
 	}
 	return nil
 }

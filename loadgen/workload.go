@@ -154,30 +154,36 @@ func (w *Workload) checkGiven() error {
 	return nil
 }
 
-// endpointOf is the Chat Completions URL of a /v1 base URL (ChatCompletionsURL), with the
-// flag's errors.
+// endpointOf is the Chat Completions URL of a /v1 base URL (ChatCompletionsURL), which must
+// be an absolute http(s) URL; the error echoes the base URL as typed (artifact.EchoURL: no
+// credentials).
 func endpointOf(baseURL string) (string, error) {
 	endpoint, err := ChatCompletionsURL(baseURL)
 	switch {
 	case errors.Is(err, ErrBaseIsEndpoint):
 		return "", flagErr("base-url", "--base-url is the /v1 base (…/v1); give a full …/chat/completions URL with --endpoint")
 	case err != nil:
-		return "", flagErr("base-url", "--base-url is not a URL: %v", artifact.RedactURL(baseURL))
+		return "", flagErr("base-url", "--base-url %q must be an http or https URL (…/v1)", artifact.EchoURL(baseURL))
 	}
 	return endpoint, nil
 }
 
-// ErrBaseIsEndpoint: a base URL that already ends in /chat/completions.
-var ErrBaseIsEndpoint = errors.New("the base URL already ends in /chat/completions")
+// Errors of ChatCompletionsURL.
+var (
+	// ErrBaseIsEndpoint: a base URL that already ends in /chat/completions.
+	ErrBaseIsEndpoint = errors.New("the base URL already ends in /chat/completions")
+	// ErrNotHTTPURL: a base URL that does not parse, or is not an absolute http(s) URL.
+	ErrNotHTTPURL = errors.New("not an absolute http or https URL")
+)
 
 // ChatCompletionsURL is the Chat Completions URL of a /v1 base URL: /chat/completions joined
 // to its path (trailing slashes dropped), its query and credentials kept as given, e.g.
-// "http://h:8000/v1?key=x" → "http://h:8000/v1/chat/completions?key=x". Errors: the URL does
-// not parse (url.Parse's error), or ErrBaseIsEndpoint.
+// "http://h:8000/v1?key=x" → "http://h:8000/v1/chat/completions?key=x". Errors:
+// ErrNotHTTPURL, ErrBaseIsEndpoint.
 func ChatCompletionsURL(baseURL string) (string, error) {
 	u, err := url.Parse(baseURL)
-	if err != nil {
-		return "", err
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", ErrNotHTTPURL
 	}
 	base := strings.TrimRight(u.Path, "/")
 	if strings.HasSuffix(base, "/chat/completions") {
@@ -188,34 +194,9 @@ func ChatCompletionsURL(baseURL string) (string, error) {
 	return u.String(), nil
 }
 
-// setTimes sets the durations given in seconds; NaN, ±Inf and more than 1e9 s are refused.
-func (w *Workload) setTimes(c *Config) error {
-	for _, d := range []struct {
-		flag string
-		v    float64
-		dst  *time.Duration
-	}{
-		{"timeout", or(w.Timeout, DefaultTimeout.Seconds()), &c.Timeout},
-		{"drain-timeout", or(w.DrainTimeout, 0), &c.DrainTimeout},
-		{"duration", or(w.Duration, 0), &c.Duration},
-		{"burst-interval", w.BurstInterval, &c.BurstInterval},
-		{"cache-reset-timeout", or(w.CacheResetTimeout, DefaultCacheResetTimeout.Seconds()), &c.CacheResetTimeout},
-	} {
-		if d.v != d.v || d.v > 1e9 || d.v < -1e9 {
-			return flagErr(d.flag, "--%s must be a finite number of seconds", d.flag)
-		}
-		*d.dst = time.Duration(d.v * float64(time.Second))
-	}
-	return nil
-}
-
 // checkGivenValues refuses given values that would otherwise read as "unset".
 func (w *Workload) checkGivenValues() error {
 	switch {
-	case w.DrainTimeout != nil && *w.DrainTimeout <= 0:
-		return flagErr("drain-timeout", "--drain-timeout must be > 0")
-	case w.Duration != nil && *w.Duration <= 0:
-		return flagErr("duration", "--duration must be > 0")
 	case w.Requests != nil && *w.Requests < 1:
 		return flagErr("requests", "--requests must be ≥ 1")
 	case w.MaxInFlight != nil && *w.MaxInFlight < 1:

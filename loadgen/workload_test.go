@@ -40,6 +40,9 @@ func TestWorkloadUnmarshalYAML(t *testing.T) {
 		{"seed: 1.5\n", KeyError{Key: "seed", Line: 1, Msg: `want a whole number, not "1.5"`}},
 		{"stream: yes\n", KeyError{Key: "stream", Line: 1, Msg: `want true or false, not "yes"`}},
 		{"timeout: [1, 2]\n", KeyError{Key: "timeout", Line: 1, Msg: `want a number, not "1,2"`}},
+		{"duration: fast\n", KeyError{Key: "duration", Line: 1, Msg: `want a number, not "fast"`}},
+		{"duration: 1e400\n", KeyError{Key: "duration", Line: 1, Msg: "1e400 is out of range (float64 holds at most ±1.8e+308)"}},
+		{"rate:\n  - 2\n  - 1e400\n", KeyError{Key: "rate", Line: 3, Msg: "1e400 is out of range (float64 holds at most ±1.8e+308)"}},
 		{"[1]\n", KeyError{Line: 1, Msg: "want a mapping of profile flags (e.g. requests: 10), not a list"}},
 	} {
 		var ke *KeyError

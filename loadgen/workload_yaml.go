@@ -2,11 +2,14 @@ package loadgen
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/inferprobe/inferprobe/artifact"
 )
 
 // KeyError is a workload mapping entry that cannot be used. Key is the key as written
@@ -232,9 +235,9 @@ func (v yamlValue) setField(dst any) error {
 			setOr(dst, int(n))
 		}
 	case *float64, **float64:
-		f, err := strconv.ParseFloat(s, 64)
+		f, err := parseNumber(s, line)
 		if err != nil {
-			return valueErr(line, "want a number, not %q", s)
+			return err
 		}
 		setOr(dst, f)
 	case *[]int:
@@ -248,9 +251,9 @@ func (v yamlValue) setField(dst any) error {
 		}, func() { *p = []int{} })
 	case *[]float64:
 		return v.eachPart(func(part string, line int) error {
-			f, err := strconv.ParseFloat(part, 64)
+			f, err := parseNumber(part, line)
 			if err != nil {
-				return valueErr(line, "want a number, not %q", part)
+				return err
 			}
 			*p = append(*p, f)
 			return nil
@@ -259,6 +262,19 @@ func (v yamlValue) setField(dst any) error {
 		panic(fmt.Sprintf("loadgen: workload field of type %T", dst))
 	}
 	return nil
+}
+
+// parseNumber reads a number value (artifact.ParseNumber): text that is not one is
+// "want a number, not "fast"", one beyond float64 "1e400 is out of range (…)".
+func parseNumber(s string, line int) (float64, error) {
+	f, err := artifact.ParseNumber(s)
+	switch {
+	case errors.Is(err, artifact.ErrOutOfRange):
+		return 0, valueErr(line, "%v", err)
+	case err != nil:
+		return 0, valueErr(line, "want a number, not %q", s)
+	}
+	return f, nil
 }
 
 // setOr sets *dst (a *T) or allocates **dst (a **T) to x.

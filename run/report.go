@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -20,6 +21,37 @@ func Analyze(ctx context.Context, path string, opts analyze.Options) (*analyze.R
 	if err != nil {
 		return nil, err
 	}
+	return analyzeInput(ctx, path, in, opts)
+}
+
+// ErrReadBack is wrapped by Result.ReportErr when the run's closed artifact could not be read
+// back and analysed: a read or validation error, or a file that no longer holds the run's
+// session (another run replaced it). The run's record is then not trustworthy.
+var ErrReadBack = errors.New("the artifact could not be read back")
+
+// readBack reads the closed artifact at path back and analyses it as Analyze does, checking
+// that its first infer.session is the run's (sessionID). Every error wraps ErrReadBack.
+func readBack(ctx context.Context, path, sessionID string) (*analyze.Report, error) {
+	in, err := analyze.ReadInput(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrReadBack, err)
+	}
+	if s := in.Artifact.Sessions; len(s) == 0 || s[0].SessionID != sessionID {
+		found := "no infer.session record"
+		if len(s) > 0 {
+			found = "session " + s[0].SessionID
+		}
+		return nil, fmt.Errorf("%w: %s holds %s, not this run's session %s (did another run replace it?)", ErrReadBack, path, found, sessionID)
+	}
+	rep, err := analyzeInput(ctx, path, in, analyze.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrReadBack, err)
+	}
+	return rep, nil
+}
+
+// analyzeInput is Analyze's analysis of the artifact read from path.
+func analyzeInput(ctx context.Context, path string, in *analyze.Input, opts analyze.Options) (*analyze.Report, error) {
 	if opts.Scheduler == nil && in.Artifact.Workload != nil {
 		opts.Scheduler = loadgen.WorkloadScheduler(in.Artifact.Workload)
 	}

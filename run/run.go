@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/loadgen"
 	"github.com/inferprobe/inferprobe/loadgen/client"
@@ -23,6 +22,8 @@ type Pipeline struct {
 	mu      sync.Mutex
 	runner  *loadgen.Runner
 	stopped bool
+
+	afterClose func(path string) // run.afterClose (tests)
 }
 
 // New prepares the run of spec; nothing is opened, bound or sent before Execute.
@@ -56,6 +57,9 @@ type run struct {
 	fan       *artifact.Fanout
 	requests  countingSink
 	tele      *telemetry
+	// afterClose, when set (by tests), is called with the artifact's path between its close
+	// and its read-back.
+	afterClose func(path string)
 }
 
 // Execute carries out the run and returns what it produced. When ctx ends the run is
@@ -68,14 +72,15 @@ func (p *Pipeline) Execute(ctx context.Context) *Result {
 	for _, w := range Warnings(cfg) {
 		spec.Warn(w)
 	}
-	if fi, err := os.Stat(spec.Output); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
-		spec.Warn(fmt.Sprintf("--output %s exists; it is replaced", spec.Output))
-	}
-	w, err := artifact.NewWriter(spec.Output)
+	fi, statErr := os.Stat(spec.Output)
+	w, err := artifact.NewWriter(spec.Output) // refused, the file untouched, while another run writes it
 	if err != nil {
 		return failed(spec, res, &OpenError{Path: spec.Output, Err: err})
 	}
-	r := &run{spec: spec, sessionID: artifact.NewSessionID(), host: artifact.HostIdentity(), started: time.Now(), w: w}
+	if statErr == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
+		spec.Warn(fmt.Sprintf("--output %s exists; it is replaced", spec.Output))
+	}
+	r := &run{spec: spec, sessionID: artifact.NewSessionID(), host: artifact.HostIdentity(), started: time.Now(), w: w, afterClose: p.afterClose}
 	res.Path, res.SessionID = spec.Output, r.sessionID
 	r.header = artifact.NewArtifactHeader(cfg.RunID, r.sessionID, spec.Version, r.started.UnixNano(), r.host, os.Getpid())
 	tele, err := newTelemetry(spec, r.sessionID, r.host.ClockDomain())
@@ -230,8 +235,11 @@ func (r *run) finish(ctx context.Context, res *Result, runErr error) *Result {
 			actx, cancel = context.WithTimeout(actx, d)
 			defer cancel()
 		}
+		if r.afterClose != nil {
+			r.afterClose(res.Path)
+		}
 		// The run's own analysis judges the policy the artifact records (infer.slo).
-		res.Report, res.ReportErr = Analyze(actx, res.Path, analyze.Options{})
+		res.Report, res.ReportErr = readBack(actx, res.Path, r.sessionID)
 	}
 	res.Judgement = Judge(status, ended, res.Report)
 	_ = r.fan.Write(res.Judgement)

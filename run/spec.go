@@ -113,6 +113,9 @@ type Result struct {
 	// wraps ErrOpen when the artifact could not be opened.
 	Err error
 	// Report is the analysis of the artifact (nil with ReportErr when it could not be made).
+	// ReportErr wraps ErrReadBack when the closed artifact could not be read back and
+	// analysed (unreadable, invalid, or holding another run's session); a command treats
+	// that run as failed.
 	Report    *analyze.Report
 	ReportErr error
 	// Stats are the measured-phase outcome counts per case.

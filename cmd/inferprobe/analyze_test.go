@@ -195,7 +195,8 @@ func TestAnalyzeTextReport(t *testing.T) {
 		// TTFT p50 over [100, 300, 150] = 150; e2e p50 over [400, 600, 500] = 500, p95 at
 		// rank 1.9 = 500 + 0.9·100 = 590; 3 successes and 30 tokens over the 1 s window.
 		fmt.Sprintf("- %s: p50 E2E=500.00 ms [insufficient n=3<20], p95 E2E=590.00 ms [insufficient n=3<230], p50 TTFT=150.00 ms [insufficient n=3<20], output=30.00 tok/s, requests=3.00 req/s\n", caseID),
-		"  rates per scheduled window of 1.00 s (arrival cohort)\n",
+		// a 1.25 s drain after the 1 s window: the rates line says what they divide by
+		"  rates per scheduled window of 1.00 s (arrival cohort); drain 1.25 s > window 1.00 s: the rates count the requests that finished during the drain but divide by the window alone\n",
 		"  arrivals: fixed-rate, offered 4, sent 4, timeout 1, peak in flight 1, dispatch lag p95 0.00 ms, E2E-from-intended p95 ",
 		// the example: met 2 of 4 → attainment 50%, goodput 2 req/s
 		"  SLO cli: attainment 50.0% of 4 offered, goodput 2.00 req/s\n",

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/signal"
 	"syscall"
@@ -152,6 +151,13 @@ func (o collectOpts) config(cmd *cobra.Command) (collect.Config, error) {
 
 // check refuses unusable values and combinations of the flags (given reports whether a
 // flag was set).
+// collect-server's --interval (1 ms to 1 h) and --duration (a collection may outlive many
+// profile runs: up to a year).
+var (
+	collectInterval = artifact.Range{Min: 0.001, Max: 3600, Unit: "seconds"}
+	collectDuration = artifact.Range{Min: 0, MinExclusive: true, Max: 365 * 24 * 3600, Unit: "seconds"}
+)
+
 func (o collectOpts) check(given func(string) bool) error {
 	switch {
 	case o.runID == "":
@@ -160,10 +166,10 @@ func (o collectOpts) check(given func(string) bool) error {
 		return usageErrorf("--output is empty")
 	case o.pid < 1:
 		return usageErrorf("--pid %d is not a process id", o.pid)
-	case math.IsNaN(o.interval) || o.interval < 0.001 || o.interval > 3600:
-		return usageErrorf("--interval %v must be between 0.001 and 3600 seconds", o.interval)
-	case given("duration") && (math.IsNaN(o.duration) || o.duration <= 0 || o.duration > 365*24*3600):
-		return usageErrorf("--duration %v must be a positive number of seconds", o.duration)
+	case collectInterval.Check(o.interval) != nil:
+		return checkNumber("interval", o.interval, collectInterval)
+	case given("duration") && collectDuration.Check(o.duration) != nil:
+		return checkNumber("duration", o.duration, collectDuration)
 	case given("device-uuid") && given("device-index"):
 		return usageErrorf("--device-uuid and --device-index are mutually exclusive")
 	case o.noGPU && (given("device-uuid") || given("device-index")):

@@ -8,9 +8,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/inferprobe/inferprobe/artifact"
 )
 
 // Exit codes shared by every verb: 0 ok, 1 unexpected, 2 an unusable setting (found before
@@ -45,6 +48,16 @@ func usageErrorf(format string, args ...any) error {
 	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
 }
 
+// checkNumber is the usage error of a number flag whose value breaks rule (the one
+// artifact.Range every number setting is checked with), e.g. "--interval must be at least
+// 0.001 seconds (1 ms), not 0"; nil when v lies in it.
+func checkNumber(flag string, v float64, rule artifact.Range) error {
+	if err := rule.Check(v); err != nil {
+		return usageErrorf("--%s %v", flag, err)
+	}
+	return nil
+}
+
 // withCode wraps err so that the process exits with code.
 func withCode(code int, err error) error {
 	return &exitError{code: code, err: err}
@@ -54,11 +67,15 @@ func main() {
 	os.Exit(execute(os.Args[1:]))
 }
 
+// rawArgsKey is the context key of the command line as given (execute's args), for the
+// messages that depend on where an argument stood (noArgsOptionalValueHint).
+type rawArgsKey struct{}
+
 // execute runs the command line args and returns the process exit code.
 func execute(args []string) int {
 	root := newRootCmd()
 	root.SetArgs(args)
-	err := root.Execute()
+	err := root.ExecuteContext(context.WithValue(context.Background(), rawArgsKey{}, args))
 	if err == nil {
 		return exitOK
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/inferprobe/inferprobe/analyze"
+	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/loadgen"
 	"github.com/inferprobe/inferprobe/loadgen/prompt"
 	"github.com/inferprobe/inferprobe/run"
@@ -51,9 +52,10 @@ an optional warmup phase, then the measured phase, each a window followed by a d
 and records every request as an infer.request line of the JSONL artifact at --output.
 
 Exit codes: 0 a measured request succeeded; 3 none did (the artifact is complete);
-2 an unusable setting (nothing sent or written); 5 an unreadable
---arrival-trace or --slo-file;
-130 interrupted (Ctrl+C); 1 anything else.`,
+2 an unusable setting (nothing sent or written), or an --output another run is
+writing (it holds a lock on the file); 5 an unreadable --arrival-trace or --slo-file;
+130 interrupted (Ctrl+C); 1 anything else, and an artifact that cannot be read back
+at the end.`,
 		Args: noArgsOptionalValueHint,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, tok, tokName, err := pf.config(cmd)
@@ -78,8 +80,8 @@ Exit codes: 0 a measured request succeeded; 3 none did (the artifact is complete
 			default:
 				return usageErrorf("--system-sampler must be auto, none, psutil or nvidia-smi, not %q", pf.systemSampler)
 			}
-			if !(pf.sampleInterval > 0 && pf.sampleInterval <= 3600) {
-				return usageErrorf("--sample-interval must be > 0 and at most 3600 seconds")
+			if err := checkNumber("sample-interval", pf.sampleInterval, sampleInterval); err != nil {
+				return err
 			}
 			if pf.systemSampler == collect.SamplerNvidiaSMI {
 				if _, err := exec.LookPath("nvidia-smi"); err != nil {
@@ -98,6 +100,9 @@ Exit codes: 0 a measured request succeeded; 3 none did (the artifact is complete
 	pf.register(cmd)
 	return cmd
 }
+
+// sampleInterval is the range of --sample-interval: above 0 s, at most 1 h.
+var sampleInterval = artifact.Range{Min: 0, MinExclusive: true, Max: 3600, Unit: "seconds"}
 
 // register defines profile's flags on cmd, bound to pf.
 func (pf *profileFlags) register(cmd *cobra.Command) {
@@ -229,9 +234,8 @@ func (pf *profileFlags) config(cmd *cobra.Command) (*loadgen.Config, prompt.Toke
 }
 
 // runProfile runs spec through the pipeline and renders it: warnings and progress on stderr,
-// the report and the artifact's path on stdout. It returns the pipeline's result and an
-// exitError for every code but 0: 2 when the artifact cannot be opened, 130 interrupted,
-// 1 an incomplete run, 3 when no measured request succeeded.
+// the report and the artifact's path on stdout. It returns the pipeline's result and
+// profileOutcome's error.
 func runProfile(ctx context.Context, stdout, stderr io.Writer, spec run.Spec, quiet bool) (*run.Result, error) {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -244,13 +248,27 @@ func runProfile(ctx context.Context, stdout, stderr io.Writer, spec run.Spec, qu
 	prog.start()
 	res := run.New(spec).Execute(ctx)
 	prog.stop()
+	return res, profileOutcome(stdout, stderr, res)
+}
+
+// profileOutcome renders a finished run — report warnings on stderr, the text report and the
+// artifact's path on stdout — and returns an exitError for every code but 0: 2 when the
+// artifact cannot be opened (another run writing it included), 130 interrupted, 1 an
+// incomplete run or an artifact that could not be read back (run.ErrReadBack), 3 when no
+// measured request succeeded.
+func profileOutcome(stdout, stderr io.Writer, res *run.Result) error {
 	if oe := (*run.OpenError)(nil); errors.As(res.Err, &oe) {
-		return res, usageErrorf("cannot open --output: %v", oe.Err)
+		return usageErrorf("cannot open --output: %v", oe.Err)
 	}
 	runErr := res.Err
-	if res.ReportErr != nil {
+	switch {
+	case res.ReportErr != nil && errors.Is(res.ReportErr, run.ErrReadBack):
+		if runErr == nil {
+			runErr = res.ReportErr
+		}
+	case res.ReportErr != nil:
 		fmt.Fprintf(stderr, "Warning: the report could not be computed: %v\n", res.ReportErr)
-	} else {
+	default:
 		for _, w := range res.Report.Warnings {
 			fmt.Fprintf(stderr, "Warning: %s\n", w)
 		}
@@ -262,14 +280,14 @@ func runProfile(ctx context.Context, stdout, stderr io.Writer, spec run.Spec, qu
 	switch {
 	case res.Interrupted:
 		fmt.Fprintln(stderr, "Interrupted")
-		return res, &exitError{code: exitInterrupted}
+		return &exitError{code: exitInterrupted}
 	case runErr != nil:
-		return res, withCode(exitUnexpected, runErr)
+		return withCode(exitUnexpected, runErr)
 	case !res.Succeeded():
 		fmt.Fprintln(stderr, "No measured request succeeded.")
-		return res, &exitError{code: exitFindings}
+		return &exitError{code: exitFindings}
 	}
-	return res, nil
+	return nil
 }
 
 // samePath reports whether two paths name the same file (or would, once created).

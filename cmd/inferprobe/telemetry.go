@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/loadgen"
 	"github.com/inferprobe/inferprobe/run"
 	"github.com/inferprobe/inferprobe/scrape/vllm"
@@ -18,6 +19,13 @@ const (
 	defaultSpansHTTPListen = "127.0.0.1:4318"
 	defaultSpansGRPCListen = "127.0.0.1:4317"
 	bareMetricsFlag        = "endpoint-origin"
+)
+
+// The ranges of the telemetry flags in seconds: a scrape interval of 100 ms to 1 h, a span
+// drain of up to 10 min.
+var (
+	metricsInterval = artifact.Range{Min: 0.1, Max: 3600, Unit: "seconds"}
+	spansDrain      = artifact.Range{Min: 0, Max: 600, Unit: "seconds"}
 )
 
 // telemetryFlags are profile's vLLM native telemetry flags.
@@ -47,15 +55,19 @@ func (tf *telemetryFlags) validate(cmd *cobra.Command, cfg *loadgen.Config) erro
 	if tf.metrics == "" && f.Changed("vllm-metrics-interval") {
 		return usageErrorf("--vllm-metrics-interval needs --vllm-metrics")
 	}
-	if tf.metrics != "" && !(tf.metricsInterval >= 0.1 && tf.metricsInterval <= 3600) {
-		return usageErrorf("--vllm-metrics-interval must be between 0.1 and 3600 seconds")
+	if tf.metrics != "" {
+		if err := checkNumber("vllm-metrics-interval", tf.metricsInterval, metricsInterval); err != nil {
+			return err
+		}
 	}
 	spans := tf.spansHTTP != "" || tf.spansGRPC != ""
 	if !spans && f.Changed("vllm-spans-drain") {
 		return usageErrorf("--vllm-spans-drain needs --vllm-spans-listen or --vllm-spans-grpc-listen")
 	}
-	if spans && !(tf.spansDrain >= 0 && tf.spansDrain <= 600) {
-		return usageErrorf("--vllm-spans-drain must be between 0 and 600 seconds")
+	if spans {
+		if err := checkNumber("vllm-spans-drain", tf.spansDrain, spansDrain); err != nil {
+			return err
+		}
 	}
 	if spans {
 		for _, a := range []struct{ flag, addr string }{{"--vllm-spans-listen", tf.spansHTTP}, {"--vllm-spans-grpc-listen", tf.spansGRPC}} {
@@ -124,10 +136,36 @@ func (tf *telemetryFlags) apply(spec *run.Spec) error {
 }
 
 // noArgsOptionalValueHint is cobra.NoArgs for verbs with optional-value flags (--vllm-metrics,
-// --vllm-spans-listen, …): a stray argument is most often such a value written after a space.
+// --vllm-spans-listen, …): a stray argument right after such a flag given bare was most
+// likely meant as its value, and the error says how to write it ("unexpected argument
+// "127.0.0.1:4318": --vllm-spans-listen takes its value after '=' (…)"); any other is
+// "unexpected argument "X"".
 func noArgsOptionalValueHint(cmd *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return usageErrorf("unexpected argument %q: a flag with an optional value (--vllm-metrics, --vllm-spans-listen, --vllm-spans-grpc-listen) takes it after '=', e.g. --vllm-spans-listen=127.0.0.1:4318", args[0])
+	if len(args) == 0 {
+		return nil
 	}
-	return nil
+	if name := optionalFlagBefore(cmd, args[0]); name != "" {
+		return usageErrorf("unexpected argument %q: --%s takes its value after '=' (--%s=%s)", args[0], name, name, args[0])
+	}
+	return usageErrorf("unexpected argument %q", args[0])
+}
+
+// optionalFlagBefore is the optional-value flag (NoOptDefVal set) written bare — "--name"
+// alone — right before arg on the command line (execute's raw arguments), or "".
+func optionalFlagBefore(cmd *cobra.Command, arg string) string {
+	ctx := cmd.Context()
+	if ctx == nil {
+		return ""
+	}
+	raw, _ := ctx.Value(rawArgsKey{}).([]string)
+	for i := 1; i < len(raw); i++ {
+		name, ok := strings.CutPrefix(raw[i-1], "--")
+		if raw[i] != arg || !ok || name == "" {
+			continue
+		}
+		if f := cmd.Flags().Lookup(name); f != nil && f.NoOptDefVal != "" {
+			return name
+		}
+	}
+	return ""
 }

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/inferprobe/inferprobe/artifact"
 )
 
 // Size limits of an --arrival-trace file read by ReadOffsetTrace.
@@ -50,8 +52,10 @@ func (e *TraceError) Unwrap() error { return e.Err }
 // maxArrivals caps the number of lines with an offset (≤ 0 means MaxArrivals); more is a
 // *TraceError wrapping ErrTooManyArrivals. Other errors: a line that is not valid JSON or
 // not an object, a missing offset_ms, an offset_ms that is not a number (strings,
-// booleans, null), negative or not finite, a line over MaxTraceLineBytes, a file over
-// MaxTraceBytes, an empty or all-blank file, a span beyond time.Duration's range, and
+// booleans, null), negative or beyond float64's range, an offset more than
+// artifact.MaxSeconds (7 days) after the earliest one (the replay would wait that long; the
+// error names its line and the earliest's), a line over MaxTraceLineBytes, a file over
+// MaxTraceBytes, an empty or all-blank file, and
 // ErrNotOffsetTrace (wrapped) when the first line looks like an artifact record (an object
 // with event_type and no offset_ms): the caller then reads the file as an artifact. Line
 // errors are *TraceError values naming the line. A UTF-8 byte-order mark is ignored. All
@@ -68,6 +72,7 @@ func readOffsetTrace(r io.Reader, maxArrivals int, maxBytes int64) ([]time.Durat
 	sc := bufio.NewScanner(lr)
 	sc.Buffer(make([]byte, 0, 4096), MaxTraceLineBytes)
 	var offsets []float64
+	var lines []int // the line of each offset
 	line := 0
 	// Past the size limit the last line read may be cut short: report the size, not the cut.
 	fail := func(err error) ([]time.Duration, string, error) {
@@ -110,6 +115,7 @@ func readOffsetTrace(r io.Reader, maxArrivals int, maxBytes int64) ([]time.Durat
 			return nil, "", &TraceError{line, fmt.Errorf("more than %d arrivals: %w", maxArrivals, ErrTooManyArrivals)}
 		}
 		offsets = append(offsets, ms/1000)
+		lines = append(lines, line)
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
@@ -123,21 +129,51 @@ func readOffsetTrace(r io.Reader, maxArrivals int, maxBytes int64) ([]time.Durat
 	if len(offsets) == 0 {
 		return nil, "", errors.New(`arrival trace is empty (expected JSON lines of {"offset_ms": n})`)
 	}
+	if err := checkSpan(offsets, lines); err != nil {
+		return nil, "", err
+	}
 	return TraceFromSeconds(offsets)
 }
 
-// offsetMS parses an offset_ms value: a JSON number, finite and ≥ 0.
+// offsetRange is the rule of one offset_ms value; spanRange that of the time from the
+// earliest offset to any other, which is how long the replay waits for it.
+var (
+	offsetRange = artifact.Range{Min: 0, Max: math.Inf(1), Unit: "milliseconds"}
+	spanRange   = artifact.Range{Min: 0, Max: artifact.MaxSeconds * 1000, Unit: "milliseconds"}
+)
+
+// checkSpan refuses a trace whose offsets (seconds, each read from lines[i]) lie more than
+// artifact.MaxSeconds after the earliest one, naming the first such line.
+func checkSpan(offsets []float64, lines []int) error {
+	first := 0
+	for i, v := range offsets {
+		if v < offsets[first] {
+			first = i
+		}
+	}
+	for i, v := range offsets {
+		if err := spanRange.Check((v - offsets[first]) * 1000); err != nil {
+			return &TraceError{lines[i], fmt.Errorf("the time from the earliest offset_ms (%s, line %d) %w", formatMS(offsets[first]), lines[first], err)}
+		}
+	}
+	return nil
+}
+
+// formatMS writes an offset in seconds as the milliseconds it was read from.
+func formatMS(secs float64) string { return strconv.FormatFloat(secs*1000, 'g', -1, 64) }
+
+// offsetMS parses an offset_ms value: a JSON number, within float64's range and ≥ 0.
 func offsetMS(raw json.RawMessage) (float64, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
 		return 0, fmt.Errorf("offset_ms must be a number, got %s", clip(raw))
 	}
-	v, err := strconv.ParseFloat(string(raw), 64)
-	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
-		return 0, fmt.Errorf("offset_ms must be a finite number, got %s", clip(raw))
+	v, err := artifact.ParseNumber(string(raw))
+	if err != nil {
+		return 0, fmt.Errorf("offset_ms %w", err)
 	}
-	if v < 0 {
-		return 0, fmt.Errorf("offset_ms must be ≥ 0, got %s", clip(raw))
+	if err := offsetRange.Check(v); err != nil {
+		return 0, fmt.Errorf("offset_ms %w", err)
 	}
 	return v, nil
 }
@@ -155,7 +191,7 @@ func clip(b []byte) string {
 // of the JSON list of the shifted offsets in seconds, each rounded to 9 decimals and written
 // as Python's json.dumps writes floats ("[0.0, 0.2505, 1.0]"), so that it equals the
 // arrival.trace.digest Stormlog records for the same trace. Errors: an empty list, a value
-// that is negative or not finite, a span beyond time.Duration's range.
+// that is negative or not finite, a span (first to last) over artifact.MaxSeconds.
 func TraceFromSeconds(offsets []float64) ([]time.Duration, string, error) {
 	if len(offsets) == 0 {
 		return nil, "", errors.New("arrival trace has no arrivals")
@@ -168,6 +204,9 @@ func TraceFromSeconds(offsets []float64) ([]time.Duration, string, error) {
 	}
 	slices.Sort(sorted)
 	first := sorted[0]
+	if err := artifact.Seconds(0, false).Check(sorted[len(sorted)-1] - first); err != nil {
+		return nil, "", fmt.Errorf("the time from the first arrival to the last %w", err)
+	}
 	out := make([]time.Duration, len(sorted))
 	var js strings.Builder
 	js.Grow(len(sorted) * 14)

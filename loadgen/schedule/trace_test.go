@@ -28,9 +28,13 @@ func TestReadOffsetTrace(t *testing.T) {
 		{"blank lines, CRLF, other keys, BOM", "\ufeff{\"offset_ms\": 1500, \"note\": \"x\"}\r\n\r\n   \n{\"offset_ms\": 500}\r\n{\"offset_ms\": 7.505e2}",
 			[]time.Duration{0, 250500 * time.Microsecond, time.Second},
 			"4d3504df3c9b285442a5fdaff1a50ad8c4a100c733b55d4fcb403fa3690470ae"},
-		{"rounding and large spans", "{\"offset_ms\": 0.001}\n{\"offset_ms\": 1e12}\n{\"offset_ms\": 3.3333333}\n{\"offset_ms\": 42}\n",
-			[]time.Duration{0, 3332333, 41999000, 999999999999999104}, // 1e9 − 1e-6 s, as float64 holds it
-			"03e645ae9de34c74d14b3244ee725acdeb8d35c088acdd22522dd976cd456cb7"},
+		{"rounding and large spans", "{\"offset_ms\": 0.001}\n{\"offset_ms\": 6e8}\n{\"offset_ms\": 3.3333333}\n{\"offset_ms\": 42}\n",
+			[]time.Duration{0, 3332333, 41999000, 599999999999000}, // 6e5 − 1e-6 s
+			"308a50cc30219e9b463354c187d5054c4fbd9fe1521a49d518b50ca228ed8018"},
+		// Any origin: epoch milliseconds are offsets too; only the span is bounded.
+		{"epoch origin", "{\"offset_ms\": 1700000000500}\n{\"offset_ms\": 1700000000000}\n",
+			[]time.Duration{0, 500 * time.Millisecond},
+			"4c937c22a546957185bb355dd163ad6b63252b654c043916025da673dd2d26f4"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,12 +60,17 @@ func TestReadOffsetTraceErrors(t *testing.T) {
 		want string
 	}{
 		// Negative, non-numeric, or a line missing offset_ms → invalid.
-		{"negative", "{\"offset_ms\": 1}\n{\"offset_ms\": -5}\n", 2, "offset_ms must be ≥ 0"},
+		{"negative", "{\"offset_ms\": 1}\n{\"offset_ms\": -5}\n", 2, "arrival trace line 2: offset_ms must be at least 0 milliseconds, not -5"},
 		{"string", `{"offset_ms": "5"}`, 1, "offset_ms must be a number"},
 		{"bool", `{"offset_ms": true}`, 1, "offset_ms must be a number"},
 		{"null", `{"offset_ms": null}`, 1, "offset_ms must be a number"},
 		{"object", `{"offset_ms": {"v": 1}}`, 1, "offset_ms must be a number"},
-		{"overflow", `{"offset_ms": 1e400}`, 1, "finite"},
+		{"overflow", `{"offset_ms": 1e400}`, 1, "arrival trace line 1: offset_ms 1e400 is out of range (float64 holds at most ±1.8e+308)"},
+		// The replay would wait ~3 years for the second arrival.
+		{"over the longest span", "{\"offset_ms\": 0}\n\n{\"offset_ms\": 99999999999}\n", 3,
+			"arrival trace line 3: the time from the earliest offset_ms (0, line 1) must be at most 604800000 milliseconds (7 days), not 99999999999"},
+		{"over the longest span, earliest later", "{\"offset_ms\": 604800501}\n{\"offset_ms\": 500}\n{\"offset_ms\": 1000}\n", 1,
+			"arrival trace line 1: the time from the earliest offset_ms (500, line 2) must be at most 604800000 milliseconds (7 days), not 604800001"},
 		{"missing", "{\"offset_ms\": 1}\n\n{\"t\": 5}\n", 3, `missing "offset_ms"`},
 		{"missing first", "{\"t\": 5}\n{\"offset_ms\": 1}\n", 1, `missing "offset_ms"`},
 		{"not object", "{\"offset_ms\": 1}\n[1, 2]\n", 2, "not a JSON object"},
@@ -72,7 +81,7 @@ func TestReadOffsetTraceErrors(t *testing.T) {
 		{"case-sensitive key", `{"OFFSET_MS": 5}`, 1, `missing "offset_ms"`},
 		{"empty", "", 0, "arrival trace is empty"},
 		{"only blank", "\n  \n\r\n", 0, "arrival trace is empty"},
-		{"span too long", "{\"offset_ms\": 0}\n{\"offset_ms\": 1e16}\n", 0, "beyond the longest schedule"},
+		{"span too long", "{\"offset_ms\": 0}\n{\"offset_ms\": 1e16}\n", 2, "arrival trace line 2: the time from the earliest offset_ms (0, line 1) must be at most 604800000 milliseconds (7 days), not 10000000000000000"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -176,6 +185,12 @@ func TestTraceFromSeconds(t *testing.T) {
 		if _, _, err := TraceFromSeconds(bad); err == nil {
 			t.Errorf("TraceFromSeconds(%v) succeeded", bad)
 		}
+	}
+	// An artifact trace whose intended times span more than a week (a replay would wait for
+	// the last arrival that long).
+	_, _, err = TraceFromSeconds([]float64{1000, 1000 + 604800.5, 1001})
+	if want := "the time from the first arrival to the last must be at most 604800 seconds (7 days), not 604800.5"; err == nil || err.Error() != want {
+		t.Errorf("err = %v, want %q", err, want)
 	}
 	in := []float64{3, 1, 2}
 	TraceFromSeconds(in)

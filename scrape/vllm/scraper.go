@@ -64,7 +64,7 @@ type Scraper struct {
 func DefaultMetricsURL(endpoint string) (string, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("vllm metrics: endpoint %q is not an absolute http(s) URL", artifact.RedactURL(endpoint))
+		return "", fmt.Errorf("vllm metrics: endpoint %q is not an absolute http(s) URL", artifact.EchoURL(endpoint))
 	}
 	return u.Scheme + "://" + u.Host + "/metrics", nil
 }
@@ -75,7 +75,7 @@ func DefaultMetricsURL(endpoint string) (string, error) {
 func NewScraper(cfg Config) (*Scraper, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("vllm metrics: %q is not an absolute http(s) URL", artifact.RedactURL(cfg.URL))
+		return nil, fmt.Errorf("vllm metrics: %q is not an absolute http(s) URL", artifact.EchoURL(cfg.URL))
 	}
 	if u.User != nil {
 		return nil, errors.New("vllm metrics: the URL must not carry credentials (the API key is sent to the endpoint's own origin)")

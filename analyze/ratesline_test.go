@@ -1,0 +1,54 @@
+package analyze
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestRatesLineDrainNote: when the drain outlasts a rate interval that ends before it (an
+// open loop's scheduled window), the rates line says the rates count requests finished
+// during the drain but divide by the window alone; never for an interval that includes the
+// drain (a closed loop's measured span), nor for a drain shorter than the window.
+func TestRatesLineDrainNote(t *testing.T) {
+	const s = int64(1e9)
+	start := int64(1_700_000_000) * s
+	window := NewInterval(KindScheduledWindow, start, start+5*s, CohortArrival)
+	cases := []struct {
+		name string
+		iv   Intervals
+		want string
+	}{
+		{"drain longer than the window", Intervals{Rate: window, Drain: NewInterval(KindDrain, start+5*s, start+35*s, CohortAllMeasured)},
+			"rates per scheduled window of 5.00 s (arrival cohort); drain 30.00 s > window 5.00 s: the rates count the requests that finished during the drain but divide by the window alone"},
+		{"drain shorter than the window", Intervals{Rate: window, Drain: NewInterval(KindDrain, start+5*s, start+8*s, CohortAllMeasured)},
+			"rates per scheduled window of 5.00 s (arrival cohort)"},
+		{"drain as long as the window", Intervals{Rate: window, Drain: NewInterval(KindDrain, start+5*s, start+10*s, CohortAllMeasured)},
+			"rates per scheduled window of 5.00 s (arrival cohort)"},
+		{"measured span includes the drain", Intervals{Rate: NewInterval(KindMeasuredSpan, start, start+35*s, CohortAllMeasured),
+			Drain: NewInterval(KindDrain, start+5*s, start+35*s, CohortAllMeasured)},
+			"rates per measured span of 35.00 s (all measured)"},
+		{"no drain recorded", Intervals{Rate: window}, "rates per scheduled window of 5.00 s (arrival cohort)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ratesLine(tc.iv); got != tc.want {
+				t.Fatalf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+
+	// Through the report: a 10 ms Poisson window drained for 61 s.
+	r, err := Analyze(syntheticArtifact(10), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := RenderText(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	want := "  rates per scheduled window of 0.01 s (arrival cohort); drain 61.00 s > window 0.01 s: the rates count the requests that finished during the drain but divide by the window alone\n"
+	if !strings.Contains(b.String(), want) {
+		t.Fatalf("text lacks %q:\n%s", want, b.String())
+	}
+}
