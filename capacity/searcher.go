@@ -12,7 +12,6 @@ import (
 
 // Search finds the largest value of o's range that meets the SLO, probing through pr.
 //
-//
 // Bracket: probe Min, then grow the value by Growth (capped at Max) until a probe fails;
 // when something passed, one further probe above the first failure checks monotonicity (a
 // pass there makes the boundary non_monotone). Refine: probe inside the bracket [last pass, first failure] at
