@@ -1,0 +1,130 @@
+package capacity
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/inferprobe/inferprobe/analyze"
+	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/internal/testkit"
+	"github.com/inferprobe/inferprobe/loadgen"
+	"github.com/inferprobe/inferprobe/loadgen/prompt"
+	"github.com/inferprobe/inferprobe/run"
+	"github.com/inferprobe/inferprobe/sim"
+)
+
+// simKnee is an engine whose capacity follows from its settings. With no prefill time, no
+// per-sequence step cost and no early stops, every step lasts DecodeStepBase and a request
+// admitted into the running batch gets its first token at the end of its first step: its
+// TTFT is at most 2·base (one step waiting for the running step to end, then its own)
+// while the closed loop's C workers fit in the batch (C ≤ MaxNumSeqs). With C =
+// MaxNumSeqs+1 workers, each round one request waits behind a full batch until a sequence
+// finishes its T tokens: TTFT ≥ T·base for a share 1/C ≥ 5 % of the requests when
+// MaxNumSeqs ≤ 19, so the p95 TTFT is beyond any threshold between 2·base and T·base. The
+// true knee is MaxNumSeqs.
+type simKnee struct {
+	maxSeqs, tokens int
+	base            time.Duration
+}
+
+func (k simKnee) config(c *sim.Config) {
+	c.MaxNumSeqs = k.maxSeqs
+	c.PrefillTokensPerSec = 0
+	c.DecodeStepPerSeq = 0
+	c.DecodeStepBase = k.base
+	c.StopProbability = 0
+}
+
+// thresholdMs is halfway between the in-batch bound and the queued one.
+func (k simKnee) thresholdMs() float64 {
+	return (2 + float64(k.tokens)) / 2 * float64(k.base) / 1e6
+}
+
+func (k simKnee) knee() float64 { return float64(k.maxSeqs) }
+
+// simSearch runs a concurrency search against a fresh engine with k's settings.
+func simSearch(t *testing.T, k simKnee, seed int64, thresholdMs float64, minC, maxC float64) (*artifact.Search, string) {
+	t.Helper()
+	srv := testkit.StartSim(t, k.config)
+	policy, err := analyze.ParseSLOFlags([]string{"ttft:" + ftoa(thresholdMs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests, err := TestsOf(policy, DefaultQuantile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := prompt.TiktokenCounter("cl100k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	pr := &RunProber{
+		Spec: run.Spec{Tokenizer: tok, TokenizerName: "tiktoken", Version: "test", SLO: &run.SLO{Policy: policy, Source: analyze.SourceFlags}},
+		Workload: loadgen.Workload{
+			Endpoint: srv.URL() + "/v1/chat/completions", Model: sim.DefaultConfig().Model,
+			InputTokens: []int{8}, OutputTokens: []int{k.tokens}, CacheResetURL: srv.URL() + "/reset_prefix_cache",
+		},
+		Over: artifact.OverConcurrency, Dir: dir, Tests: tests,
+	}
+	probers = append(probers, pr)
+	res, err := Search(context.Background(), pr, Options{Over: artifact.OverConcurrency, Min: minC, Max: maxC, Tests: tests, Seed: seed, MaxRequestsPerProbe: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, dir
+}
+
+func ftoa(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+func TestSearchFindsTheSimKnee(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends load to the simulated engine")
+	}
+	k := simKnee{maxSeqs: 4, tokens: 10, base: 4 * time.Millisecond}
+	var brackets [][2]float64
+	for _, seed := range []int64{11, 5000} {
+		res, dir := simSearch(t, k, seed, k.thresholdMs(), 3, 24)
+		lo, hi := val(res.BracketLower), val(res.BracketUpper)
+		if res.Status != artifact.SearchFound || !(lo <= k.knee() && k.knee() < hi) || hi-lo > max(1, 0.1*lo) {
+			t.Fatalf("seed %d: status %s bracket [%g, %g], want found around the knee %g; probes %+v", seed, res.Status, lo, hi, k.knee(), res.Probes)
+		}
+		brackets = append(brackets, [2]float64{lo, hi})
+		t.Logf("seed %d: bracket [%g, %g], %d probes, %d runs, %d requests", seed, lo, hi, res.ProbesSpent, res.RunsSpent, res.RequestsSpent)
+		seeds := map[int64]bool{}
+		for _, p := range res.Probes {
+			if p.Artifact != filepath.Join(dir, fmt.Sprintf("probe-%02d.jsonl", p.Index)) || seeds[p.Seed] {
+				t.Fatalf("probe %+v: artifact or seed reused", p)
+			}
+			seeds[p.Seed] = true
+			in, err := analyze.ReadInput(context.Background(), p.Artifact)
+			if err != nil || in.Artifact.Workload == nil || in.Artifact.Workload.Seed != p.Seed {
+				t.Fatalf("probe %d artifact %s: %v", p.Index, p.Artifact, err)
+			}
+			if len(in.Artifact.CacheStates) != 1 || in.Artifact.CacheStates[0].Reset == nil || !in.Artifact.CacheStates[0].Acknowledged {
+				t.Fatalf("probe %d: cache state %+v, want an acknowledged reset", p.Index, in.Artifact.CacheStates)
+			}
+		}
+	}
+	if brackets[0] != brackets[1] {
+		t.Fatalf("two seeds disagree: %v and %v", brackets[0], brackets[1])
+	}
+}
+
+
+func TestSearchSimNothingPasses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends load to the simulated engine")
+	}
+	k := simKnee{maxSeqs: 4, tokens: 10, base: 4 * time.Millisecond}
+	// At one step, below the in-batch TTFT, no value can pass.
+	res, _ := simSearch(t, k, 1, float64(k.base)/1e6, 3, 24)
+	if res.Status != artifact.SearchNone || res.Capacity != nil || len(res.Probes) != 1 {
+		t.Fatalf("status %s capacity %v probes %d, want none after one probe", res.Status, res.Capacity, len(res.Probes))
+	}
+}
+var probers []*RunProber
