@@ -115,7 +115,6 @@ func TestSearchFindsTheSimKnee(t *testing.T) {
 	}
 }
 
-
 func TestSearchSimNothingPasses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends load to the simulated engine")
@@ -127,4 +126,5 @@ func TestSearchSimNothingPasses(t *testing.T) {
 		t.Fatalf("status %s capacity %v probes %d, want none after one probe", res.Status, res.Capacity, len(res.Probes))
 	}
 }
+
 var probers []*RunProber
