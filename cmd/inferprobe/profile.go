@@ -65,37 +65,49 @@ Exit codes: 0 a measured request succeeded; 3 none did (the artifact is complete
 			if pf.w.ArrivalTrace != "" && samePath(pf.output, pf.w.ArrivalTrace) {
 				return usageErrorf("--output would overwrite the --arrival-trace file %s", pf.w.ArrivalTrace)
 			}
-			policy, err := pf.policy()
+			spec, err := pf.spec(cmd, cfg, tok, tokName)
 			if err != nil {
 				return err
 			}
-			if err := pf.telemetry.validate(cmd, cfg); err != nil {
-				return err
-			}
-			switch pf.systemSampler {
-			case collect.SamplerAuto, collect.SamplerNone, collect.SamplerPsutil, collect.SamplerNvidiaSMI:
-			default:
-				return usageErrorf("--system-sampler must be auto, none, psutil or nvidia-smi, not %q", pf.systemSampler)
-			}
-			if !(pf.sampleInterval > 0 && pf.sampleInterval <= 3600) {
-				return usageErrorf("--sample-interval must be > 0 and at most 3600 seconds")
-			}
-			if pf.systemSampler == collect.SamplerNvidiaSMI {
-				if _, err := exec.LookPath("nvidia-smi"); err != nil {
-					return usageErrorf("--system-sampler nvidia-smi: nvidia-smi is not on PATH")
-				}
-			}
-			spec := run.Spec{Workload: cfg, Tokenizer: tok, TokenizerName: tokName, Output: pf.output, Version: version, SLO: policy,
-				SystemSampler: pf.systemSampler, SampleEvery: time.Duration(pf.sampleInterval * float64(time.Second))}
-			if err := pf.telemetry.apply(&spec); err != nil {
-				return err
-			}
+			spec.Output = pf.output
 			_, err = runProfile(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), spec, pf.quiet)
 			return err
 		},
 	}
 	pf.register(cmd)
 	return cmd
+}
+
+// spec is the run.Spec the flags describe for the validated workload cfg (everything but
+// the output path): the SLO policy, the client-local sampler and the telemetry. Errors are
+// exit 2, except an unreadable --slo-file (exit 5).
+func (pf *profileFlags) spec(cmd *cobra.Command, cfg *loadgen.Config, tok prompt.Tokenizer, tokName string) (run.Spec, error) {
+	policy, err := pf.policy()
+	if err != nil {
+		return run.Spec{}, err
+	}
+	if err := pf.telemetry.validate(cmd, cfg); err != nil {
+		return run.Spec{}, err
+	}
+	switch pf.systemSampler {
+	case collect.SamplerAuto, collect.SamplerNone, collect.SamplerPsutil, collect.SamplerNvidiaSMI:
+	default:
+		return run.Spec{}, usageErrorf("--system-sampler must be auto, none, psutil or nvidia-smi, not %q", pf.systemSampler)
+	}
+	if !(pf.sampleInterval > 0 && pf.sampleInterval <= 3600) {
+		return run.Spec{}, usageErrorf("--sample-interval must be > 0 and at most 3600 seconds")
+	}
+	if pf.systemSampler == collect.SamplerNvidiaSMI {
+		if _, err := exec.LookPath("nvidia-smi"); err != nil {
+			return run.Spec{}, usageErrorf("--system-sampler nvidia-smi: nvidia-smi is not on PATH")
+		}
+	}
+	spec := run.Spec{Workload: cfg, Tokenizer: tok, TokenizerName: tokName, Version: version, SLO: policy,
+		SystemSampler: pf.systemSampler, SampleEvery: time.Duration(pf.sampleInterval * float64(time.Second))}
+	if err := pf.telemetry.apply(&spec); err != nil {
+		return run.Spec{}, err
+	}
+	return spec, nil
 }
 
 // register defines profile's flags on cmd, bound to pf.
