@@ -117,8 +117,9 @@ type SearchProbe struct {
 // when it falls among failures: unbounded). Kind "attainment": Key is "attainment" (every
 // criterion) or "attainment <criterion>", Level the attainment target, Threshold equal to
 // it, Lower/Upper the Clopper-Pearson bounds of the share of offered requests that met
-// (unknown counted as missed for Lower, as met for Upper). Decision is pass, fail or extend;
-// Reason why a bound is missing ("" otherwise).
+// (unknown counted as missed for Lower, as met for Upper). Estimate is the point value (the
+// quantile in ms, or met/offered), null when there is none. Decision is pass, fail or
+// extend; Reason why a bound is missing ("" otherwise).
 type SearchTest struct {
 	Kind      string   `json:"kind"`
 	Key       string   `json:"key"`
@@ -126,6 +127,7 @@ type SearchTest struct {
 	Threshold float64  `json:"threshold"`
 	Lower     *float64 `json:"lower"`
 	Upper     *float64 `json:"upper"`
+	Estimate  *float64 `json:"estimate"`
 	Decision  string   `json:"decision"`
 	Reason    string   `json:"reason"`
 }

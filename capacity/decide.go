@@ -143,6 +143,7 @@ func judgeQuantile(c *analyze.CaseReport, t Test, rule analyze.Rule) artifact.Se
 	}
 	st.Lower = artifact.Ptr(e.Interval.LowerMs)
 	st.Upper = e.Interval.UpperMs
+	st.Estimate = e.ValueMs
 	switch {
 	case e.Interval.LowerMs > t.MaxMs:
 		st.Decision = artifact.DecisionFail
@@ -176,6 +177,7 @@ func judgeAttainment(c *analyze.CaseReport, t Test, rule analyze.Rule) artifact.
 	lo, hi := ClopperPearson(lowGood, ev.Offered, half)
 	_, hi = ClopperPearson(highGood, ev.Offered, half)
 	st.Lower, st.Upper = artifact.Ptr(lo), artifact.Ptr(hi)
+	st.Estimate = artifact.Ptr(float64(lowGood) / float64(ev.Offered))
 	switch {
 	case lo >= t.Level:
 		st.Decision = artifact.DecisionPass

@@ -27,7 +27,7 @@ func (f *fake) Probe(_ context.Context, s Stage) (Outcome, error) {
 	z := math.Sqrt2 * math.Erfinv(s.Rule.Confidence)
 	point := q + se*rng.NormFloat64()
 	t := artifact.SearchTest{Kind: artifact.TestQuantile, Key: "client.e2e", Level: 0.95, Threshold: f.threshold,
-		Lower: artifact.Ptr(point - z*se), Upper: artifact.Ptr(point + z*se), Decision: artifact.DecisionExtend}
+		Lower: artifact.Ptr(point - z*se), Upper: artifact.Ptr(point + z*se), Estimate: artifact.Ptr(point), Decision: artifact.DecisionExtend}
 	switch {
 	case *t.Lower > f.threshold:
 		t.Decision = artifact.DecisionFail

@@ -18,14 +18,18 @@ import (
 )
 
 // simKnee is an engine whose capacity follows from its settings. With no prefill time, no
-// per-sequence step cost and no early stops, every step lasts DecodeStepBase and a request
-// admitted into the running batch gets its first token at the end of its first step: its
-// TTFT is at most 2·base (one step waiting for the running step to end, then its own)
-// while the closed loop's C workers fit in the batch (C ≤ MaxNumSeqs). With C =
-// MaxNumSeqs+1 workers, each round one request waits behind a full batch until a sequence
-// finishes its T tokens: TTFT ≥ T·base for a share 1/C ≥ 5 % of the requests when
-// MaxNumSeqs ≤ 19, so the p95 TTFT is beyond any threshold between 2·base and T·base. The
-// true knee is MaxNumSeqs.
+// per-sequence step cost and no early stops, every step lasts DecodeStepBase (b), a request
+// holds one of the MaxNumSeqs (M) batch slots for exactly T steps (S = T·b, its T output
+// tokens), and an admitted request gets its first token at the end of its first step.
+// While the closed loop's C workers fit in the batch (C ≤ M) nothing queues: TTFT ≤ 2·b
+// (one step waiting for the running step to end, then its own). Beyond it the engine is
+// saturated and a request waits for a slot before its first step: if the sequences finish
+// spread out, every request of C = M + k workers waits about k·S/M; if they finish in
+// lockstep (equal lengths tend to), k of every C requests wait a whole S. Either way, with
+// M ≤ 18 (k/C > 5 %), the p95 TTFT at C = M + 1 is at least b + S/M. A threshold between
+// 2·b and b + S/M therefore passes C = M and fails C = M + 1: the true knee is M.
+// thresholdMs is 2·b + S/(2M), halfway to the first queued TTFT, so that the client's own
+// overhead (a few ms here) decides nothing.
 type simKnee struct {
 	maxSeqs, tokens int
 	base            time.Duration
@@ -39,9 +43,9 @@ func (k simKnee) config(c *sim.Config) {
 	c.StopProbability = 0
 }
 
-// thresholdMs is halfway between the in-batch bound and the queued one.
 func (k simKnee) thresholdMs() float64 {
-	return (2 + float64(k.tokens)) / 2 * float64(k.base) / 1e6
+	b := float64(k.base) / 1e6
+	return 2*b + float64(k.tokens)*b/(2*float64(k.maxSeqs))
 }
 
 func (k simKnee) knee() float64 { return float64(k.maxSeqs) }
@@ -71,7 +75,6 @@ func simSearch(t *testing.T, k simKnee, seed int64, thresholdMs float64, minC, m
 		},
 		Over: artifact.OverConcurrency, Dir: dir, Tests: tests,
 	}
-	probers = append(probers, pr)
 	res, err := Search(context.Background(), pr, Options{Over: artifact.OverConcurrency, Min: minC, Max: maxC, Tests: tests, Seed: seed, MaxRequestsPerProbe: 400})
 	if err != nil {
 		t.Fatal(err)
@@ -85,10 +88,10 @@ func TestSearchFindsTheSimKnee(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends load to the simulated engine")
 	}
-	k := simKnee{maxSeqs: 4, tokens: 10, base: 4 * time.Millisecond}
+	k := simKnee{maxSeqs: 3, tokens: 12, base: 5 * time.Millisecond}
 	var brackets [][2]float64
 	for _, seed := range []int64{11, 5000} {
-		res, dir := simSearch(t, k, seed, k.thresholdMs(), 3, 24)
+		res, dir := simSearch(t, k, seed, k.thresholdMs(), 2, 24)
 		lo, hi := val(res.BracketLower), val(res.BracketUpper)
 		if res.Status != artifact.SearchFound || !(lo <= k.knee() && k.knee() < hi) || hi-lo > max(1, 0.1*lo) {
 			t.Fatalf("seed %d: status %s bracket [%g, %g], want found around the knee %g; probes %+v", seed, res.Status, lo, hi, k.knee(), res.Probes)
@@ -119,12 +122,10 @@ func TestSearchSimNothingPasses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends load to the simulated engine")
 	}
-	k := simKnee{maxSeqs: 4, tokens: 10, base: 4 * time.Millisecond}
+	k := simKnee{maxSeqs: 3, tokens: 12, base: 5 * time.Millisecond}
 	// At one step, below the in-batch TTFT, no value can pass.
-	res, _ := simSearch(t, k, 1, float64(k.base)/1e6, 3, 24)
+	res, _ := simSearch(t, k, 1, float64(k.base)/1e6, 2, 24)
 	if res.Status != artifact.SearchNone || res.Capacity != nil || len(res.Probes) != 1 {
 		t.Fatalf("status %s capacity %v probes %d, want none after one probe", res.Status, res.Capacity, len(res.Probes))
 	}
 }
-
-var probers []*RunProber
