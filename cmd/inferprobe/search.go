@@ -87,6 +87,15 @@ func (sf *searchFlags) prober(cmd *cobra.Command) (*capacity.RunProber, capacity
 	if f.Changed("arrival") && !(sf.over == artifact.OverRate && (pf.arrival == "poisson" || pf.arrival == "fixed-rate")) {
 		return nil, capacity.Options{}, usageErrorf("--arrival: search takes poisson or fixed-rate with --over rate only")
 	}
+	// A zero option means the default to the capacity package; given as a flag it is refused.
+	switch {
+	case !(sf.tolerance > 0 && sf.tolerance < 1):
+		return nil, capacity.Options{}, usageErrorf("--tolerance must be between 0 and 1, not %g", sf.tolerance)
+	case !(sf.confidence > 0 && sf.confidence < 1):
+		return nil, capacity.Options{}, usageErrorf("--confidence must be between 0 and 1, not %g", sf.confidence)
+	case sf.maxProbes < 2 || sf.maxRequests < 1 || f.Changed("requests") && pf.requests < 1:
+		return nil, capacity.Options{}, usageErrorf("--max-probes must be at least 2, --max-requests-per-probe and --requests at least 1")
+	}
 	policy, err := pf.policy()
 	if err != nil {
 		return nil, capacity.Options{}, err
