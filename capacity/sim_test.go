@@ -129,3 +129,33 @@ func TestSearchSimNothingPasses(t *testing.T) {
 		t.Fatalf("status %s capacity %v probes %d, want none after one probe", res.Status, res.Capacity, len(res.Probes))
 	}
 }
+
+// Beyond the engine's throughput (one slot of T·b: 1/(10·5 ms) = 20 requests/s) an open
+// loop at 200/s falls behind: the backlog guard stops the probe as unsustainable.
+func TestRunProberBacklogGuard(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends load to the simulated engine")
+	}
+	k := simKnee{maxSeqs: 1, tokens: 10, base: 5 * time.Millisecond}
+	srv := testkit.StartSim(t, k.config)
+	policy, _ := analyze.ParseSLOFlags([]string{"ttft:10000"})
+	tests, _ := TestsOf(policy, DefaultQuantile)
+	tok, err := prompt.TiktokenCounter("cl100k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := &RunProber{
+		Spec:     run.Spec{Tokenizer: tok, TokenizerName: "tiktoken", Version: "test", SLO: &run.SLO{Policy: policy, Source: analyze.SourceFlags}},
+		Workload: loadgen.Workload{Endpoint: srv.URL() + "/v1/chat/completions", Model: sim.DefaultConfig().Model, InputTokens: []int{8}, OutputTokens: []int{k.tokens}, MaxInFlight: artifact.Ptr(16)},
+		Over:     artifact.OverRate, Dir: t.TempDir(), Tests: tests, Warmup: artifact.Ptr(0), MaxLag: 50 * time.Millisecond,
+	}
+	start := time.Now()
+	out, err := pr.Probe(context.Background(), Stage{Probe: 1, Stage: 1, Value: 200, Requests: 400, Seed: 1, Rule: analyze.Rule{Confidence: 0.95, Tails: analyze.TailsSymmetric}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Decision != artifact.DecisionUnsustainable || out.Reason == "" || out.Requests >= 400 {
+		t.Fatalf("outcome %+v, want unsustainable before all 400 requests were sent", out)
+	}
+	t.Logf("stopped after %d requests, %v: %s", out.Requests, time.Since(start).Round(time.Millisecond), out.Reason)
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -112,13 +113,17 @@ func (sf *searchFlags) prober(cmd *cobra.Command) (*capacity.RunProber, capacity
 	if f.Changed("requests") {
 		opts.Requests = pf.requests
 	}
-	if _, err := capacity.PlanOf(opts); err != nil {
+	plan, err := capacity.PlanOf(opts)
+	if err != nil {
 		return nil, capacity.Options{}, usageErrorf("%v", err)
 	}
 	if !(sf.maxLag > 0 && sf.maxLag <= 3600) {
 		return nil, capacity.Options{}, usageErrorf("--max-lag must be > 0 and at most 3600 seconds")
 	}
 	// The workload is validated as the first probe will run it.
+	if !f.Changed("requests") {
+		_ = f.Set("requests", strconv.Itoa(plan.First))
+	}
 	if sf.over == artifact.OverRate {
 		pf.w.Rates = []float64{sf.min}
 		if !f.Changed("arrival") {
