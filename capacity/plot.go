@@ -53,44 +53,7 @@ func WritePNG(path string, r *artifact.Search) error {
 	}
 	p.X.Label.Text = unit
 	p.Title.Text = fmt.Sprintf("%s by %s: capacity %s, bracket [%s, %s], %s", name, r.Over, opt(r.Capacity, ""), opt(r.BracketLower, ""), opt(r.BracketUpper, ""), r.Boundary)
-	threshold, top := math.NaN(), 0.0
-	groups := map[string]*plotter.YErrorBars{}
-	points := map[string]plotter.XYs{}
-	for _, pr := range r.Probes {
-		for _, t := range pr.Tests {
-			if (Test{Kind: t.Kind, Key: t.Key, Level: t.Level}).Name() != name || t.Lower == nil {
-				continue
-			}
-			threshold = t.Threshold
-			p.Y.Label.Text = name + " (ms)"
-			if t.Kind == artifact.TestAttainment {
-				p.Y.Label.Text = name + " (share of offered requests)"
-			}
-			top = math.Max(top, math.Max(*t.Lower, t.Threshold))
-			if t.Upper != nil {
-				top = math.Max(top, *t.Upper)
-			}
-			est := *t.Lower
-			if t.Estimate != nil {
-				est = *t.Estimate
-			}
-			d := pr.Decision
-			if d != artifact.DecisionPass && d != artifact.DecisionFail {
-				d = artifact.DecisionUndecided
-			}
-			points[d] = append(points[d], plotter.XY{X: pr.Value, Y: est})
-			hi := math.Inf(1)
-			if t.Upper != nil {
-				hi = *t.Upper
-			}
-			if groups[d] == nil {
-				groups[d] = &plotter.YErrorBars{}
-			}
-			g := groups[d]
-			g.XYs = append(g.XYs, plotter.XY{X: pr.Value, Y: est})
-			g.YErrors = append(g.YErrors, struct{ Low, High float64 }{est - *t.Lower, hi - est})
-		}
-	}
+	threshold, top, groups, points := series(r, name, p)
 	if math.IsNaN(threshold) {
 		return fmt.Errorf("capacity: nothing to plot: no probe has bounds for %s", name)
 	}
@@ -134,4 +97,48 @@ func WritePNG(path string, r *artifact.Search) error {
 	p.X.Min, p.Y.Min, p.Y.Max = 0, 0, top
 	p.Add(plotter.NewGrid())
 	return p.Save(18*vg.Centimeter, 11*vg.Centimeter, path)
+}
+
+// series gathers, by decision (pass, fail, undecided), the estimates of the plotted test with
+// their error bars (an unbounded upper bound as +Inf), the test's threshold (NaN when no
+// probe has bounds for it) and the largest value to show; it sets the y-axis label.
+func series(r *artifact.Search, name string, p *plot.Plot) (threshold, top float64, groups map[string]*plotter.YErrorBars, points map[string]plotter.XYs) {
+	threshold, top = math.NaN(), 0.0
+	groups, points = map[string]*plotter.YErrorBars{}, map[string]plotter.XYs{}
+	for _, pr := range r.Probes {
+		for _, t := range pr.Tests {
+			if (Test{Kind: t.Kind, Key: t.Key, Level: t.Level}).Name() != name || t.Lower == nil {
+				continue
+			}
+			threshold = t.Threshold
+			p.Y.Label.Text = name + " (ms)"
+			if t.Kind == artifact.TestAttainment {
+				p.Y.Label.Text = name + " (share of offered requests)"
+			}
+			top = math.Max(top, math.Max(*t.Lower, t.Threshold))
+			if t.Upper != nil {
+				top = math.Max(top, *t.Upper)
+			}
+			est := *t.Lower
+			if t.Estimate != nil {
+				est = *t.Estimate
+			}
+			d := pr.Decision
+			if d != artifact.DecisionPass && d != artifact.DecisionFail {
+				d = artifact.DecisionUndecided
+			}
+			points[d] = append(points[d], plotter.XY{X: pr.Value, Y: est})
+			hi := math.Inf(1)
+			if t.Upper != nil {
+				hi = *t.Upper
+			}
+			if groups[d] == nil {
+				groups[d] = &plotter.YErrorBars{}
+			}
+			g := groups[d]
+			g.XYs = append(g.XYs, plotter.XY{X: pr.Value, Y: est})
+			g.YErrors = append(g.YErrors, struct{ Low, High float64 }{est - *t.Lower, hi - est})
+		}
+	}
+	return threshold, top, groups, points
 }
