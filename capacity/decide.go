@@ -221,7 +221,8 @@ func bisect(above func(float64) bool) float64 {
 	return (lo + hi) / 2
 }
 
-// binomCDF is P(X ≤ k) for X ~ Binomial(n, p), summed in log space.
+// binomCDF is P(X ≤ k) for X ~ Binomial(n, p), summed from its log pmf by the recurrence
+// pmf(i+1) = pmf(i)·(n−i)/(i+1)·p/(1−p), one logarithm a term.
 func binomCDF(k, n int, p float64) float64 {
 	if k < 0 {
 		return 0
@@ -229,13 +230,12 @@ func binomCDF(k, n int, p float64) float64 {
 	if k >= n {
 		return 1
 	}
-	lp, lq := math.Log(p), math.Log1p(-p)
-	ln, _ := math.Lgamma(float64(n + 1))
+	step := math.Log(p) - math.Log1p(-p)
+	lpmf := float64(n) * math.Log1p(-p)
 	sum := 0.0
 	for i := 0; i <= k; i++ {
-		a, _ := math.Lgamma(float64(i + 1))
-		b, _ := math.Lgamma(float64(n - i + 1))
-		sum += math.Exp(ln - a - b + float64(i)*lp + float64(n-i)*lq)
+		sum += math.Exp(lpmf)
+		lpmf += math.Log(float64(n-i)/float64(i+1)) + step
 	}
 	return math.Min(sum, 1)
 }

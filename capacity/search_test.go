@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"context"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -227,5 +228,54 @@ func TestPlanSplitsConfidenceOverLooks(t *testing.T) {
 	}
 	if _, err := PlanOf(Options{Min: 1, Max: 2, Tests: e2eTests, MaxRequestsPerProbe: 50}); err == nil {
 		t.Fatal("50 requests cannot decide a p95: want an error")
+	}
+}
+
+// Random step-and-noise truths: whatever the prober says, the result keeps its invariants —
+// the capacity is the bracket's lower end, below every failing value; found means within the
+// tolerance; every probe is inside the range and decided or undecided.
+func TestSearchInvariants(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for i := range 300 {
+		knee := 1 + rng.Float64()*300
+		jump := rng.Float64() * 3
+		bump := rng.Float64() * 400
+		truth := func(x float64) float64 {
+			q := 100 * (1 + x/knee)
+			if x > knee {
+				q += 100 * jump
+			}
+			if x > bump && x < bump*1.3 {
+				q *= 3
+			}
+			return q
+		}
+		over := artifact.OverRate
+		if i%2 == 0 {
+			over = artifact.OverConcurrency
+		}
+		o := Options{Over: over, Min: 1, Max: float64(2 + rng.IntN(500)), Seed: int64(i), MaxProbes: 2 + rng.IntN(20),
+			MaxRequestsPerProbe: 104 + rng.IntN(2000), Tolerance: 0.01 + rng.Float64()*0.5}
+		res := search(t, &fake{truth: truth, threshold: 200, sigma: rng.Float64() * 3}, o)
+		if len(res.Probes) > o.MaxProbes || len(res.Probes) == 0 {
+			t.Fatalf("case %d: %d probes for a budget of %d", i, len(res.Probes), o.MaxProbes)
+		}
+		for _, p := range res.Probes {
+			if p.Value < o.Min || p.Value > o.Max || p.Decision == artifact.DecisionExtend {
+				t.Fatalf("case %d: probe %+v", i, p)
+			}
+			if res.Capacity != nil && failed(p.Decision) && p.Value <= *res.Capacity {
+				t.Fatalf("case %d: capacity %g at or above the failure at %g", i, *res.Capacity, p.Value)
+			}
+		}
+		if (res.Capacity == nil) != (res.BracketLower == nil) || res.Capacity != nil && *res.Capacity != *res.BracketLower {
+			t.Fatalf("case %d: capacity %v, bracket lower %v", i, res.Capacity, res.BracketLower)
+		}
+		if res.Status == artifact.SearchFound {
+			lo, hi := *res.BracketLower, *res.BracketUpper
+			if hi-lo > o.Tolerance*lo && !(over == artifact.OverConcurrency && hi-lo <= 1) {
+				t.Fatalf("case %d: found with bracket [%g, %g] at tolerance %g", i, lo, hi, o.Tolerance)
+			}
+		}
 	}
 }

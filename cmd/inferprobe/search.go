@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -142,6 +143,11 @@ func (sf *searchFlags) prober(cmd *cobra.Command) (*capacity.RunProber, capacity
 	spec, err := pf.spec(cmd, cfg, tok, tokName)
 	if err != nil {
 		return nil, capacity.Options{}, err
+	}
+	for _, t := range tests {
+		if strings.HasPrefix(t.Key, "server.") && spec.Receiver == nil {
+			return nil, capacity.Options{}, usageErrorf("criterion %s needs vLLM's spans: give --vllm-spans-listen", t.Key)
+		}
 	}
 	opts.SearchID = cfg.RunID
 	w := pf.workload(cmd)

@@ -26,6 +26,7 @@ func TestSearchBadFlagsExit2(t *testing.T) {
 		{"--slo", "ttft:100", "--confidence", "1"},
 		{"--slo", "ttft:100", "--max-requests-per-probe", "20"},
 		{"--slo", "server.itl:100"},
+		{"--slo", "server.ttft:100"},
 		{"--slo", "ttft:100", "--arrival", "burst"},
 		{},
 	} {
