@@ -159,3 +159,32 @@ func TestRunProberBacklogGuard(t *testing.T) {
 	}
 	t.Logf("stopped after %d requests, %v: %s", out.Requests, time.Since(start).Round(time.Millisecond), out.Reason)
 }
+
+// Injected failures are not good: with 25 % of requests rejected (503), the failure-
+// penalised p95 lies among the failures at every load, so no value passes however fast the
+// successful requests are.
+func TestSearchSimFaultsAreNotGood(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends load to the simulated engine")
+	}
+	k := simKnee{maxSeqs: 3, tokens: 12, base: 5 * time.Millisecond}
+	srv := testkit.StartSim(t, func(c *sim.Config) { k.config(c); c.Faults.Reject503 = 0.25 })
+	policy, _ := analyze.ParseSLOFlags([]string{"ttft:10000"})
+	tests, _ := TestsOf(policy, DefaultQuantile)
+	tok, err := prompt.TiktokenCounter("cl100k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := &RunProber{
+		Spec:     run.Spec{Tokenizer: tok, TokenizerName: "tiktoken", Version: "test", SLO: &run.SLO{Policy: policy, Source: analyze.SourceFlags}},
+		Workload: loadgen.Workload{Endpoint: srv.URL() + "/v1/chat/completions", Model: sim.DefaultConfig().Model, InputTokens: []int{8}, OutputTokens: []int{k.tokens}},
+		Over:     artifact.OverConcurrency, Dir: t.TempDir(), Tests: tests,
+	}
+	res, err := Search(context.Background(), pr, Options{Over: artifact.OverConcurrency, Min: 2, Max: 8, Tests: tests, MaxRequestsPerProbe: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != artifact.SearchNone || res.Capacity != nil || res.Probes[0].Tests[0].Decision != artifact.DecisionFail {
+		t.Fatalf("status %s capacity %v probes %+v, want none: 25 %% failures put the p95 among them", res.Status, res.Capacity, res.Probes)
+	}
+}
