@@ -17,6 +17,7 @@ import (
 
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/capacity"
+	"github.com/inferprobe/inferprobe/run"
 )
 
 func init() { verbs = append(verbs, newSearchCmd) }
@@ -140,6 +141,9 @@ func (sf *searchFlags) prober(cmd *cobra.Command) (*capacity.RunProber, capacity
 	if pf.output == "" {
 		return nil, capacity.Options{}, usageErrorf("--output (the search directory) is required")
 	}
+	if st, err := os.Stat(pf.output); err == nil && !st.IsDir() {
+		return nil, capacity.Options{}, usageErrorf("--output %s is a file; search writes a directory", pf.output)
+	}
 	spec, err := pf.spec(cmd, cfg, tok, tokName)
 	if err != nil {
 		return nil, capacity.Options{}, err
@@ -197,6 +201,8 @@ func runSearch(ctx context.Context, stdout, stderr io.Writer, pr *capacity.RunPr
 		fmt.Fprintf(stdout, "Search record: %s\n", recordPath)
 	}
 	switch {
+	case errors.Is(err, run.ErrOpen):
+		return usageErrorf("cannot write into --output: %v", err)
 	case errors.Is(err, context.Canceled) || ctx.Err() != nil:
 		fmt.Fprintln(stderr, "Interrupted")
 		return &exitError{code: exitInterrupted}

@@ -37,6 +37,13 @@ func TestSearchBadFlagsExit2(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("a refused search wrote %s (%v)", dir, err)
 	}
+	file := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := runQuiet("search", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--output", file, "--slo", "ttft:100"); code != exitUsage {
+		t.Errorf("--output a file: exit %d, want 2", code)
+	}
 }
 
 func fastSim(c *sim.Config) {
