@@ -51,17 +51,19 @@ const (
 // Search is the infer.search v1 record: one capacity search's result, written alone to the
 // search artifact (DIR/search.jsonl), beside one ordinary run artifact per probe.
 //
-// Over is "concurrency" or "rate"; Min, Max and every value are in its unit (workers, or
-// requests per second). Tolerance is relative (0.1: the bracket's width is at most 10 % of
-// its lower end; in concurrency mode adjacent integers also end the search). Confidence is
-// the nominal confidence of every probe decision, in (0, 1). Capacity is the largest value
-// shown to pass below every failing value (null when none passed); BracketLower and
-// BracketUpper are the last passing and the first failing value (each null when there is
-// none). BindingCriterion is the test that failed at BracketUpper ("client.e2e p95",
-// "attainment", "attainment client.ttft"), or null. Boundary is smooth, cliff,
-// non_monotone or unknown. ProbesSpent counts the probed values, RunsSpent the runs they took
-// (extensions included) and RequestsSpent every measured request of those runs. Warnings explain undecided probes
-// and non-monotone results.
+// SearchID names the search (the base run id). Over is "concurrency" or "rate"; Min, Max
+// and every value are in its unit (workers, or requests per second). Tolerance is relative
+// (0.1: the bracket's width is at most 10 % of its lower end; in concurrency mode adjacent
+// integers also end the search). Confidence is the nominal confidence of every probe
+// decision, in (0, 1). Status is found, above_range, none or undecided. Capacity is the
+// largest value shown to pass below every failing value (null when none passed);
+// BracketLower and BracketUpper are that value and the lowest failing one (each null when
+// there is none). BindingCriterion is the test that failed at BracketUpper with the largest
+// margin ("client.e2e p95", "attainment", "attainment client.ttft"), "backlog" when that
+// probe was unsustainable, or null. Boundary is smooth, cliff, non_monotone or unknown.
+// ProbesSpent counts the probed values, RunsSpent the runs they took (extensions included)
+// and RequestsSpent every measured request of those runs. Warnings explain undecided probes
+// and non-monotone results ([] when none).
 type Search struct {
 	SearchID         string        `json:"search_id"`
 	Over             string        `json:"over"`
