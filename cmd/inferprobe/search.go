@@ -82,22 +82,8 @@ Exit codes: 0 a value in range meets the SLO; 3 none was shown to; 2 an unusable
 // (an unreadable --slo-file exit 5) and comes before anything is sent.
 func (sf *searchFlags) prober(cmd *cobra.Command) (*capacity.RunProber, capacity.Options, error) {
 	pf, f := &sf.pf, cmd.Flags()
-	for _, name := range []string{"concurrency", "rate", "duration", "arrival-trace"} {
-		if f.Changed(name) {
-			return nil, capacity.Options{}, usageErrorf("--%s cannot be given to search: the control variable is --over between --min and --max, and each probe's size is --requests", name)
-		}
-	}
-	if f.Changed("arrival") && !(sf.over == artifact.OverRate && (pf.arrival == "poisson" || pf.arrival == "fixed-rate")) {
-		return nil, capacity.Options{}, usageErrorf("--arrival: search takes poisson or fixed-rate with --over rate only")
-	}
-	// A zero option means the default to the capacity package; given as a flag it is refused.
-	switch {
-	case !(sf.tolerance > 0 && sf.tolerance < 1):
-		return nil, capacity.Options{}, usageErrorf("--tolerance must be between 0 and 1, not %g", sf.tolerance)
-	case !(sf.confidence > 0 && sf.confidence < 1):
-		return nil, capacity.Options{}, usageErrorf("--confidence must be between 0 and 1, not %g", sf.confidence)
-	case sf.maxProbes < 2 || sf.maxRequests < 1 || f.Changed("requests") && pf.requests < 1:
-		return nil, capacity.Options{}, usageErrorf("--max-probes must be at least 2, --max-requests-per-probe and --requests at least 1")
+	if err := sf.check(cmd); err != nil {
+		return nil, capacity.Options{}, err
 	}
 	policy, err := pf.policy()
 	if err != nil {
@@ -118,9 +104,6 @@ func (sf *searchFlags) prober(cmd *cobra.Command) (*capacity.RunProber, capacity
 	plan, err := capacity.PlanOf(opts)
 	if err != nil {
 		return nil, capacity.Options{}, usageErrorf("%v", err)
-	}
-	if !(sf.maxLag > 0 && sf.maxLag <= 3600) {
-		return nil, capacity.Options{}, usageErrorf("--max-lag must be > 0 and at most 3600 seconds")
 	}
 	// The workload is validated as the first probe will run it.
 	if !f.Changed("requests") {
@@ -161,6 +144,32 @@ func (sf *searchFlags) prober(cmd *cobra.Command) (*capacity.RunProber, capacity
 	}
 	return &capacity.RunProber{Spec: spec, Workload: w, Over: sf.over, Dir: pf.output, Tests: tests, Warmup: warmup,
 		MaxLag: time.Duration(sf.maxLag * float64(time.Second))}, opts, nil
+}
+
+// check refuses the flags search sets itself and the unusable values of its own (exit 2). A
+// zero option means the default to the capacity package; given as a flag it is refused.
+func (sf *searchFlags) check(cmd *cobra.Command) error {
+	pf, f := &sf.pf, cmd.Flags()
+	for _, name := range []string{"concurrency", "rate", "duration", "arrival-trace"} {
+		if f.Changed(name) {
+			return usageErrorf("--%s cannot be given to search: the control variable is --over between --min and --max, and each probe's size is --requests", name)
+		}
+	}
+	if f.Changed("arrival") && !(sf.over == artifact.OverRate && (pf.arrival == "poisson" || pf.arrival == "fixed-rate")) {
+		return usageErrorf("--arrival: search takes poisson or fixed-rate with --over rate only")
+	}
+	switch {
+	case !(sf.tolerance > 0 && sf.tolerance < 1):
+		return usageErrorf("--tolerance must be between 0 and 1, not %g", sf.tolerance)
+	case !(sf.confidence > 0 && sf.confidence < 1):
+		return usageErrorf("--confidence must be between 0 and 1, not %g", sf.confidence)
+	case sf.maxProbes < 2 || sf.maxRequests < 1 || f.Changed("requests") && pf.requests < 1:
+		return usageErrorf("--max-probes must be at least 2, --max-requests-per-probe and --requests at least 1")
+	}
+	if !(sf.maxLag > 0 && sf.maxLag <= 3600) {
+		return usageErrorf("--max-lag must be > 0 and at most 3600 seconds")
+	}
+	return nil
 }
 
 // runSearch runs the search and renders it: progress and warnings on stderr, the report on

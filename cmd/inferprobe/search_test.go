@@ -28,6 +28,8 @@ func TestSearchBadFlagsExit2(t *testing.T) {
 		{"--slo", "server.itl:100"},
 		{"--slo", "server.ttft:100"},
 		{"--slo", "ttft:100", "--arrival", "burst"},
+		{"--slo", "ttft:100", "--over", "rate", "--max-lag", "0"},
+		{"--slo", "ttft:100", "--max-probes", "1"},
 		{},
 	} {
 		if code := runQuiet(append(append([]string{}, base...), extra...)...); code != exitUsage {
