@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
@@ -42,6 +44,28 @@ func rssOf(t *testing.T, pid int) int64 {
 	return int64(v)
 }
 
+// waitForSampleAfter waits (up to 20 s) until the telemetry file at path holds a complete
+// line with an observed_at_ns later than ns.
+func waitForSampleAfter(t *testing.T, path string, ns int64) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		data, _ := os.ReadFile(path)
+		if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
+			for _, line := range bytes.Split(data[:i], []byte("\n")) {
+				var s struct {
+					ObservedAtNS int64 `json:"observed_at_ns"`
+				}
+				if json.Unmarshal(line, &s) == nil && s.ObservedAtNS > ns {
+					return
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s: no sample observed after %d within 20 s", path, ns)
+}
+
 // TestCollectServerBesideProfile: the sim in its own process, collect-server --no-gpu on its
 // pid, profile beside it, then analyze --server-telemetry --direct-server: every case is
 // observed and the maximum RSS lies between the sim's RSS before and after the run.
@@ -63,14 +87,15 @@ func TestCollectServerBesideProfile(t *testing.T) {
 	tel := filepath.Join(dir, "server.jsonl")
 	before := rssOf(t, simCmd.Process.Pid)
 	coll := cliChild(t, "collect-server", "--run-id", "e2e-run", "--pid", strconv.Itoa(simCmd.Process.Pid), "--output", tel, "--no-gpu", "--interval", "0.05")
-	time.Sleep(300 * time.Millisecond)
+	waitForSampleAfter(t, tel, time.Now().UnixNano()) // the collector runs before profile starts
 	out := filepath.Join(dir, "a.jsonl")
 	if code := runQuiet("profile", "--base-url", base+"/v1", "--model", sim.DefaultConfig().Model, "--output", out, "--run-id", "e2e-run",
 		"--concurrency", "4", "--requests", "16", "--input-tokens", "64,128", "--output-tokens", "16", "--system-sampler", "none"); code != 0 {
 		t.Fatalf("profile exit %d", code)
 	}
 	after := rssOf(t, simCmd.Process.Pid)
-	time.Sleep(200 * time.Millisecond)
+	// A sample after the run's end, so every case window is covered to its end.
+	waitForSampleAfter(t, tel, time.Now().UnixNano()+int64(100*time.Millisecond))
 	_ = coll.Process.Signal(syscall.SIGTERM)
 	if err := coll.Wait(); err != nil {
 		t.Fatalf("collect-server: %v", err)

@@ -216,7 +216,7 @@ func TestCollectServerExitAndSignal(t *testing.T) {
 	}
 
 	// SIGTERM ends a run without --duration with exit 0. The signal handler
-	// is installed before the output file is created, so wait for the file.
+	// is installed before the output file is created; wait for its first sample.
 	sl2 := startSleeper(t)
 	out2 := filepath.Join(dir, "term.jsonl")
 	done := make(chan int, 1)
@@ -225,11 +225,11 @@ func TestCollectServerExitAndSignal(t *testing.T) {
 		done <- code
 	}()
 	for i := 0; ; i++ {
-		if _, err := os.Stat(out2); err == nil {
+		if st, err := os.Stat(out2); err == nil && st.Size() > 0 {
 			break
 		}
 		if i > 1000 {
-			t.Fatal("collector never created its output")
+			t.Fatal("collector never wrote a sample")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -68,31 +68,11 @@ at the end.`,
 			if pf.w.ArrivalTrace != "" && samePath(pf.output, pf.w.ArrivalTrace) {
 				return usageErrorf("--output would overwrite the --arrival-trace file %s", pf.w.ArrivalTrace)
 			}
-			policy, err := pf.policy()
+			spec, err := pf.spec(cmd, cfg, tok, tokName)
 			if err != nil {
 				return err
 			}
-			if err := pf.telemetry.validate(cmd, cfg); err != nil {
-				return err
-			}
-			switch pf.systemSampler {
-			case collect.SamplerAuto, collect.SamplerNone, collect.SamplerPsutil, collect.SamplerNvidiaSMI:
-			default:
-				return usageErrorf("--system-sampler must be auto, none, psutil or nvidia-smi, not %q", pf.systemSampler)
-			}
-			if err := checkNumber("sample-interval", pf.sampleInterval, sampleInterval); err != nil {
-				return err
-			}
-			if pf.systemSampler == collect.SamplerNvidiaSMI {
-				if _, err := exec.LookPath("nvidia-smi"); err != nil {
-					return usageErrorf("--system-sampler nvidia-smi: nvidia-smi is not on PATH")
-				}
-			}
-			spec := run.Spec{Workload: cfg, Tokenizer: tok, TokenizerName: tokName, Output: pf.output, Version: version, SLO: policy,
-				SystemSampler: pf.systemSampler, SampleEvery: time.Duration(pf.sampleInterval * float64(time.Second))}
-			if err := pf.telemetry.apply(&spec); err != nil {
-				return err
-			}
+			spec.Output = pf.output
 			_, err = runProfile(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), spec, pf.quiet)
 			return err
 		},
@@ -103,6 +83,38 @@ at the end.`,
 
 // sampleInterval is the range of --sample-interval: above 0 s, at most 1 h.
 var sampleInterval = artifact.Range{Min: 0, MinExclusive: true, Max: 3600, Unit: "seconds"}
+
+// spec is the run.Spec the flags describe for the validated workload cfg (everything but
+// the output path): the SLO policy, the client-local sampler and the telemetry. Errors are
+// exit 2, except an unreadable --slo-file (exit 5).
+func (pf *profileFlags) spec(cmd *cobra.Command, cfg *loadgen.Config, tok prompt.Tokenizer, tokName string) (run.Spec, error) {
+	policy, err := pf.policy()
+	if err != nil {
+		return run.Spec{}, err
+	}
+	if err := pf.telemetry.validate(cmd, cfg); err != nil {
+		return run.Spec{}, err
+	}
+	switch pf.systemSampler {
+	case collect.SamplerAuto, collect.SamplerNone, collect.SamplerPsutil, collect.SamplerNvidiaSMI:
+	default:
+		return run.Spec{}, usageErrorf("--system-sampler must be auto, none, psutil or nvidia-smi, not %q", pf.systemSampler)
+	}
+	if err := checkNumber("sample-interval", pf.sampleInterval, sampleInterval); err != nil {
+		return run.Spec{}, err
+	}
+	if pf.systemSampler == collect.SamplerNvidiaSMI {
+		if _, err := exec.LookPath("nvidia-smi"); err != nil {
+			return run.Spec{}, usageErrorf("--system-sampler nvidia-smi: nvidia-smi is not on PATH")
+		}
+	}
+	spec := run.Spec{Workload: cfg, Tokenizer: tok, TokenizerName: tokName, Version: version, SLO: policy,
+		SystemSampler: pf.systemSampler, SampleEvery: time.Duration(pf.sampleInterval * float64(time.Second))}
+	if err := pf.telemetry.apply(&spec); err != nil {
+		return run.Spec{}, err
+	}
+	return spec, nil
+}
 
 // register defines profile's flags on cmd, bound to pf.
 func (pf *profileFlags) register(cmd *cobra.Command) {
