@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/join"
@@ -140,8 +142,35 @@ func failureReasonText(fr FailureReason) string {
 	return line
 }
 
-// oneLine joins the words of s with single spaces.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// oneLine is a server-supplied string made safe for one line of a terminal: its words joined
+// with single spaces, and every other control or format character (ESC, BEL, NUL, DEL, C1
+// controls, bidirectional overrides, zero-width characters) written as a Go escape such as
+// \x1b or \u202e, so a server's message can neither break the line nor drive the terminal.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	clean := true
+	for _, r := range s {
+		if unsafeRune(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if !unsafeRune(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRuneToASCII(r) // e.g. '\x1b'
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
+}
+
+func unsafeRune(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }
 
 // num formats a nullable figure with two decimals, "-" when nil.
 func num(v *float64) string {

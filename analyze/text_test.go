@@ -111,3 +111,21 @@ func TestBytesText(t *testing.T) {
 		}
 	}
 }
+
+// A server's error text cannot drive the terminal: control and format characters are
+// escaped, words joined by single spaces.
+func TestOneLineEscapesControls(t *testing.T) {
+	for in, want := range map[string]string{
+		"engine failure":                  "engine failure",
+		"evil \x1b[2J\x1b[31mFAKE OK\x00": `evil \x1b[2J\x1b[31mFAKE OK\x00`,
+		"t\x1b]0;title\x07":               `t\x1b]0;title\a`,
+		"a\r\nb\tc":                       "a b c",
+		"rtl \u202eevil\u200b":            `rtl \u202eevil\u200b`,
+		"del\x7f c1\u0085x":               `del\x7f c1 x`,
+		"naïve 日本語":                       "naïve 日本語",
+	} {
+		if got := oneLine(in); got != want {
+			t.Errorf("oneLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -73,13 +73,13 @@ func RenderVLLMSummary(w io.Writer, b *VLLMBlock, spans *SpanCounts) error {
 				names[i] += " (now " + s + ")"
 			}
 		}
-		lines = append(lines, "vLLM telemetry: retired series: "+strings.Join(names, ", "))
+		lines = append(lines, "vLLM telemetry: retired series: "+oneLine(strings.Join(names, ", ")))
 	}
 	if len(e.RemovedSeries) > 0 {
-		lines = append(lines, "vLLM telemetry: removed series: "+strings.Join(e.RemovedSeries, ", "))
+		lines = append(lines, "vLLM telemetry: removed series: "+oneLine(strings.Join(e.RemovedSeries, ", ")))
 	}
 	if len(e.UnknownSeries) > 0 {
-		lines = append(lines, "vLLM telemetry: unknown series: "+strings.Join(e.UnknownSeries, ", "))
+		lines = append(lines, "vLLM telemetry: unknown series: "+oneLine(strings.Join(e.UnknownSeries, ", ")))
 	}
 	return writeLines(w, lines)
 }
