@@ -129,3 +129,24 @@ func TestOneLineEscapesControls(t *testing.T) {
 		}
 	}
 }
+
+// The engine part of the vLLM summary line names engines only when some scrape was read.
+func TestVLLMSummaryEngines(t *testing.T) {
+	for _, c := range []struct {
+		sum  VLLMEngineSummary
+		want string
+	}{
+		{VLLMEngineSummary{Scrapes: ScrapeCounts{OK: 0, Failed: 2}}, "vLLM telemetry: 0 scrapes ok, 2 failed; no series read; "},
+		{VLLMEngineSummary{Scrapes: ScrapeCounts{OK: 3}}, "vLLM telemetry: 3 scrapes ok, 0 failed; no engine label on the vllm: series; "},
+		{VLLMEngineSummary{Scrapes: ScrapeCounts{OK: 3}, Engines: []string{"0", "1"}}, `vLLM telemetry: 3 scrapes ok, 0 failed; 2 engines (engine="0", "1"); `},
+	} {
+		var b strings.Builder
+		sum := c.sum
+		if err := RenderVLLMSummary(&b, &VLLMBlock{Status: VLLMCollected, Engine: &sum}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(b.String(), c.want) {
+			t.Errorf("got %q, want the prefix %q", b.String(), c.want)
+		}
+	}
+}

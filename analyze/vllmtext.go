@@ -57,7 +57,11 @@ func RenderVLLMSummary(w io.Writer, b *VLLMBlock, spans *SpanCounts) error {
 		return nil
 	}
 	e := b.Engine
-	line := fmt.Sprintf("vLLM telemetry: %d scrapes ok, %d failed; %s; ", e.Scrapes.OK, e.Scrapes.Failed, enginesText(e.Engines))
+	engines := enginesText(e.Engines)
+	if e.Scrapes.OK == 0 {
+		engines = "no series read"
+	}
+	line := fmt.Sprintf("vLLM telemetry: %d scrapes ok, %d failed; %s; ", e.Scrapes.OK, e.Scrapes.Failed, engines)
 	if spans != nil {
 		line += fmt.Sprintf("spans %d (%d joined); ", spans.Total, spans.Joined)
 	}
