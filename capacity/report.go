@@ -14,7 +14,8 @@ import (
 // RenderText writes the search's text report: the outcome, the capacity with its bracket,
 // the binding criterion and the boundary's shape, the budget spent, one line per probe (its
 // value, decision, measured requests, stages and its tests' bounds), then the warnings.
-// Bounds print as [lower, upper] with "∞" for a missing upper bound.
+// A quantile's bounds print in ms with two decimals, "[35.35, 36.18] ms ≤ 40 ms?"; an
+// attainment's as percentages, "[91.2%, 97.9%] ≥ 95%?"; "∞" for a missing upper bound.
 func RenderText(w io.Writer, r *artifact.Search) error {
 	var b strings.Builder
 	unit := "workers"
@@ -37,7 +38,7 @@ func RenderText(w io.Writer, r *artifact.Search) error {
 	for _, p := range r.Probes {
 		fmt.Fprintf(&b, "  %2d  %-10s %-13s n=%-6d stages=%d", p.Index, num(p.Value), p.Decision, p.Requests, p.Stages)
 		for _, t := range p.Tests {
-			fmt.Fprintf(&b, "  %s %s [%s, %s] vs %s", Test{Kind: t.Kind, Key: t.Key, Level: t.Level}.Name(), t.Decision, opt(t.Lower, ""), bound(t.Upper), num(t.Threshold))
+			fmt.Fprintf(&b, "  %s %s %s", Test{Kind: t.Kind, Key: t.Key, Level: t.Level}.Name(), t.Decision, boundsText(t))
 		}
 		b.WriteByte('\n')
 		if p.Reason != "" {
@@ -93,9 +94,19 @@ func opt(v *float64, unit string) string {
 	return num(*v) + " " + unit
 }
 
-func bound(v *float64) string {
-	if v == nil {
-		return "∞"
+// boundsText is a test's interval against its threshold, in the test's unit.
+func boundsText(t artifact.SearchTest) string {
+	f, unit, rel := func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }, " ms", "≤"
+	if t.Kind == artifact.TestAttainment {
+		f = func(v float64) string { return strconv.FormatFloat(v*100, 'f', 1, 64) + "%" }
+		unit, rel = "", "≥"
 	}
-	return num(*v)
+	lo, hi := "none", "∞"
+	if t.Lower != nil {
+		lo = f(*t.Lower)
+	}
+	if t.Upper != nil {
+		hi = f(*t.Upper)
+	}
+	return fmt.Sprintf("[%s, %s]%s %s %s%s?", lo, hi, unit, rel, f(t.Threshold), unit)
 }

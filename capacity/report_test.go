@@ -55,3 +55,18 @@ func TestReportsOfACliffSearch(t *testing.T) {
 		t.Fatal("an empty search plotted")
 	}
 }
+
+func TestBoundsText(t *testing.T) {
+	q := artifact.SearchTest{Kind: artifact.TestQuantile, Threshold: 40, Lower: artifact.Ptr(35.351), Upper: artifact.Ptr(36.1767)}
+	if got := boundsText(q); got != "[35.35, 36.18] ms ≤ 40.00 ms?" {
+		t.Errorf("quantile: %q", got)
+	}
+	q.Upper = nil
+	if got := boundsText(q); got != "[35.35, ∞] ms ≤ 40.00 ms?" {
+		t.Errorf("unbounded: %q", got)
+	}
+	a := artifact.SearchTest{Kind: artifact.TestAttainment, Threshold: 0.95, Lower: artifact.Ptr(0.912), Upper: artifact.Ptr(0.979)}
+	if got := boundsText(a); got != "[91.2%, 97.9%] ≥ 95.0%?" {
+		t.Errorf("attainment: %q", got)
+	}
+}
