@@ -44,7 +44,7 @@ func yamlError(data []byte, err error) error {
 	var root yaml.Node
 	paths := map[int]string{}
 	if yaml.Unmarshal(data, &root) == nil {
-		linePaths(&root, "", paths)
+		linePaths(&root, paths)
 	}
 	var parts []string
 	key := ""
@@ -100,14 +100,22 @@ func yamlError(data []byte, err error) error {
 	return &ConfigError{Key: key, Msg: strings.Join(parts, "; ")}
 }
 
-// linePaths records, for every line that holds a key or a list item, the key's path
-// ("probes[1].workload.rate"); the innermost key of a line wins over outer keys and over
-// list items. Aliases are not followed.
-func linePaths(n *yaml.Node, path string, m map[int]string) {
+// yamlEntry is one key or list item of a document, as walkYAML meets it: its path
+// ("probes[1].workload.rate", "probes[1]"), whether it is a list item, the line of the key
+// (of the item's "-") and the line its value starts on.
+type yamlEntry struct {
+	path            string
+	item            bool
+	line, valueLine int
+}
+
+// walkYAML visits every key and list item below n in document order, a parent before its
+// children. Aliases are not followed.
+func walkYAML(n *yaml.Node, path string, visit func(yamlEntry)) {
 	switch n.Kind {
 	case yaml.DocumentNode:
 		for _, c := range n.Content {
-			linePaths(c, path, m)
+			walkYAML(c, path, visit)
 		}
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -116,23 +124,34 @@ func linePaths(n *yaml.Node, path string, m map[int]string) {
 			if path != "" {
 				p = path + "." + k.Value
 			}
-			m[k.Line] = p
-			if v.Line != k.Line {
-				if _, ok := m[v.Line]; !ok {
-					m[v.Line] = p
-				}
-			}
-			linePaths(v, p, m)
+			visit(yamlEntry{path: p, line: k.Line, valueLine: v.Line})
+			walkYAML(v, p, visit)
 		}
 	case yaml.SequenceNode:
 		for i, c := range n.Content {
 			p := fmt.Sprintf("%s[%d]", path, i)
-			if _, ok := m[c.Line]; !ok { // a key on the line names it better than an item
-				m[c.Line] = p
-			}
-			linePaths(c, p, m)
+			visit(yamlEntry{path: p, item: true, line: c.Line, valueLine: c.Line})
+			walkYAML(c, p, visit)
 		}
 	}
+}
+
+// linePaths records, for every line that holds a key or a list item, the key's path
+// ("probes[1].workload.rate"); the innermost key of a line wins over outer keys and over
+// list items.
+func linePaths(n *yaml.Node, m map[int]string) {
+	walkYAML(n, "", func(e yamlEntry) {
+		if e.item {
+			if _, ok := m[e.line]; !ok { // a key on the line names it better than an item
+				m[e.line] = e.path
+			}
+			return
+		}
+		m[e.line] = e.path
+		if _, ok := m[e.valueLine]; !ok && e.valueLine != e.line {
+			m[e.valueLine] = e.path
+		}
+	})
 }
 
 // lineSuffixRe matches a message that already names its line.
@@ -152,39 +171,19 @@ func withLine(data []byte, err error) error {
 		return err
 	}
 	lines := map[string]int{}
-	keyLines(&root, "", lines)
+	keyLines(&root, lines)
 	if n, ok := lines[ce.Key]; ok {
 		return &ConfigError{Key: ce.Key, Msg: fmt.Sprintf("%s (line %d)", ce.Msg, n)}
 	}
 	return err
 }
 
-// keyLines records the line of every key ("probes[1].every": the line of "every:") and
-// list item ("probes[1]": the line of its "-") of the document, by path. Aliases are not
-// followed.
-func keyLines(n *yaml.Node, path string, m map[string]int) {
-	switch n.Kind {
-	case yaml.DocumentNode:
-		for _, c := range n.Content {
-			keyLines(c, path, m)
+// keyLines records the line of every key ("probes[1].every": the line of "every:", the first
+// one written) and list item ("probes[1]": the line of its "-") of the document, by path.
+func keyLines(n *yaml.Node, m map[string]int) {
+	walkYAML(n, "", func(e yamlEntry) {
+		if _, seen := m[e.path]; !seen || e.item {
+			m[e.path] = e.line
 		}
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			p := k.Value
-			if path != "" {
-				p = path + "." + k.Value
-			}
-			if _, seen := m[p]; !seen {
-				m[p] = k.Line
-			}
-			keyLines(v, p, m)
-		}
-	case yaml.SequenceNode:
-		for i, c := range n.Content {
-			p := fmt.Sprintf("%s[%d]", path, i)
-			m[p] = c.Line
-			keyLines(c, p, m)
-		}
-	}
+	})
 }
