@@ -37,7 +37,7 @@ func RenderText(w io.Writer, r *Report) error {
 	fmt.Fprintf(b, "Successful requests: %d\n", s.SuccessfulRequests)
 	fmt.Fprintf(b, "Failed requests: %d%s\n", s.FailedRequests, failureBreakdown(s.FailuresByStatus))
 	for _, fr := range s.FailureReasons {
-		fmt.Fprintf(b, "  %d× %s\n", fr.Count, failureReasonText(fr))
+		fmt.Fprintf(b, "  %d× %s\n", fr.Count, FailureReasonText(fr))
 	}
 	if s.FailureReasonsOmitted > 0 {
 		fmt.Fprintf(b, "  … and %d more %s (%d %s)\n", s.FailureReasonsOmitted, plural(s.FailureReasonsOmitted, "reason", "reasons"),
@@ -105,11 +105,11 @@ func failureBreakdown(by map[string]int) string {
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
-// failureReasonText is one reason as a line: status, HTTP status, error type with the
+// FailureReasonText is one reason as a line: status, HTTP status, error type with the
 // server's error type and code in parentheses, and message (at most 200 bytes of it), e.g.
 //
 //	error, HTTP 200, stream_error (InternalServerError, code 500): error object in the stream: engine failure
-func failureReasonText(fr FailureReason) string {
+func FailureReasonText(fr FailureReason) string {
 	parts := []string{fr.Status}
 	if fr.HTTPStatus != nil {
 		parts = append(parts, fmt.Sprintf("HTTP %d", *fr.HTTPStatus))

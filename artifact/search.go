@@ -29,6 +29,10 @@ const (
 	// SearchUndecided: undecided probes or the probe budget left a bracket wider than the
 	// tolerance; Capacity, when set, is a value shown to pass (a lower bound).
 	SearchUndecided = "undecided"
+	// SearchInterrupted: the search was cut short (Ctrl+C, SIGTERM) before it ended;
+	// Capacity, when set, is a value shown to pass (a lower bound), the bracket what was
+	// learnt so far, and the probe that was running is recorded undecided.
+	SearchInterrupted = "interrupted"
 )
 
 // Boundary shapes (Search.Boundary).

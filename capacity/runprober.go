@@ -100,6 +100,12 @@ func (p *RunProber) judge(s Stage, path string, rep *analyze.Report, g *guard) (
 		c = v
 	}
 	out := Outcome{Artifact: path, Requests: c.Population.Offered}
+	if c.Population.Successful == 0 && c.Population.Offered > 0 {
+		out.Note = fmt.Sprintf("none of its %d requests succeeded", c.Population.Offered)
+		if frs := rep.Summary.FailureReasons; len(frs) > 0 {
+			out.Note += fmt.Sprintf(" (%d× %s)", frs[0].Count, analyze.FailureReasonText(frs[0]))
+		}
+	}
 	if p.Workload.CacheResetURL != "" {
 		if r := c.Cache.Reset; r == nil || (r.Answer != loadgen.ResetAcknowledged && r.Answer != loadgen.ResetAcceptedUnverified) {
 			return out, fmt.Errorf("probe %d at %g: the prefix-cache reset did not succeed: %s", s.Probe, s.Value, c.Cache.Reason)

@@ -64,3 +64,28 @@ func TestSearchReturnsThePartialResultWithTheProbersError(t *testing.T) {
 		t.Fatalf("err %v result %+v", err, res)
 	}
 }
+
+// A search whose context ends mid-way is recorded interrupted, with what it had learnt.
+type cancelProber struct {
+	fake
+	cancel context.CancelFunc
+}
+
+func (c *cancelProber) Probe(ctx context.Context, s Stage) (Outcome, error) {
+	if len(c.stages) == 2 {
+		c.stages = append(c.stages, s)
+		c.cancel()
+		return Outcome{}, ctx.Err()
+	}
+	return c.fake.Probe(ctx, s)
+}
+
+func TestSearchInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := &cancelProber{fake: fake{truth: smooth(50), threshold: 200, sigma: 0.1}, cancel: cancel}
+	res, err := Search(ctx, p, Options{Over: artifact.OverRate, Min: 1, Max: 100, Tests: e2eTests})
+	if !errors.Is(err, context.Canceled) || res.Status != artifact.SearchInterrupted || len(res.Probes) != 3 || val(res.Capacity) != 2 {
+		t.Fatalf("err %v result %+v", err, res)
+	}
+}

@@ -30,6 +30,9 @@ type Outcome struct {
 	Requests int
 	Artifact string
 	Reason   string
+	// Note is what the search's warnings should say of this run, "" for nothing (e.g. "none
+	// of its 104 requests succeeded: 104× unreachable, connection refused").
+	Note string
 }
 
 // Prober runs the stages of a search. Probe must return a decision made from its own run
@@ -146,6 +149,9 @@ func PlanOf(o Options) (Plan, error) {
 	rule := analyze.Rule{Confidence: conf, Margin: 0, Tails: analyze.TailsSymmetric}
 	if o.Requests == 0 {
 		first = minimumDecisive(o.Tests, conf)
+	}
+	if o.Requests > o.MaxRequestsPerProbe {
+		return Plan{}, fmt.Errorf("--requests %d is more than --max-requests-per-probe %d", o.Requests, o.MaxRequestsPerProbe)
 	}
 	if first > o.MaxRequestsPerProbe {
 		return Plan{}, fmt.Errorf("--max-requests-per-probe %d is too small: a decision at confidence %.4g needs at least %d requests", o.MaxRequestsPerProbe, conf, first)

@@ -229,6 +229,10 @@ func TestPlanSplitsConfidenceOverLooks(t *testing.T) {
 	if _, err := PlanOf(Options{Min: 1, Max: 2, Tests: e2eTests, MaxRequestsPerProbe: 50}); err == nil {
 		t.Fatal("50 requests cannot decide a p95: want an error")
 	}
+	_, err = PlanOf(Options{Min: 1, Max: 2, Tests: e2eTests, Requests: 5000, MaxRequestsPerProbe: 1000})
+	if err == nil || err.Error() != "--requests 5000 is more than --max-requests-per-probe 1000" {
+		t.Fatalf("requests above the maximum: %v", err)
+	}
 }
 
 // Random step-and-noise truths: whatever the prober says, the result keeps its invariants —

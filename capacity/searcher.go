@@ -39,6 +39,9 @@ func Search(ctx context.Context, pr Prober, o Options) (*artifact.Search, error)
 	}}
 	err = s.run(ctx)
 	s.finish()
+	if ctx.Err() != nil {
+		s.res.Status = artifact.SearchInterrupted
+	}
 	return s.res, err
 }
 
@@ -189,6 +192,9 @@ func (s *searcher) probe(ctx context.Context, x float64) (artifact.SearchProbe, 
 		s.res.RunsSpent++
 		s.res.RequestsSpent += out.Requests
 		p.Requests, p.Tests, p.Artifact, p.Reason = out.Requests, out.Tests, out.Artifact, out.Reason
+		if out.Note != "" {
+			s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("probe %d at %g, run %d: %s", p.Index, x, p.Stages, out.Note))
+		}
 		if err != nil {
 			p.Decision = artifact.DecisionUndecided
 			p.Reason = err.Error()

@@ -148,8 +148,29 @@ func (sf *searchFlags) prober(cmd *cobra.Command) (*capacity.RunProber, capacity
 	if f.Changed("warmup-requests") {
 		warmup = &pf.w.WarmupRequests
 	}
+	if err := searchDir(pf.output); err != nil {
+		return nil, capacity.Options{}, err
+	}
 	return &capacity.RunProber{Spec: spec, Workload: w, Over: sf.over, Dir: pf.output, Tests: tests, Warmup: warmup,
 		MaxLag: time.Duration(sf.maxLag * float64(time.Second))}, opts, nil
+}
+
+// searchDir makes the search directory dir, which must be new or empty (another search's
+// probe files beside this one's would read as its own), and checks that a file can be
+// created in it; every error is exit 2 and comes before anything is sent.
+func searchDir(dir string) error {
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return usageErrorf("--output %s is not empty (%d entries, e.g. %s): give a new or empty directory for the search", dir, len(entries), entries[0].Name())
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return usageErrorf("cannot create --output: %v", err)
+	}
+	f, err := os.CreateTemp(dir, ".write-check-*")
+	if err != nil {
+		return usageErrorf("cannot write into --output: %v", err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // check refuses the flags search sets itself and the unusable values of its own (exit 2). A

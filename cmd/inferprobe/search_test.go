@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,6 +46,37 @@ func TestSearchBadFlagsExit2(t *testing.T) {
 	}
 	if code := runQuiet("search", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--output", file, "--slo", "ttft:100"); code != exitUsage {
 		t.Errorf("--output a file: exit %d, want 2", code)
+	}
+	// A directory that holds another search's files, or one that cannot be made, is refused
+	// before anything is sent.
+	used := t.TempDir()
+	old := filepath.Join(used, "probe-05.jsonl")
+	if err := os.WriteFile(old, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{used, filepath.Join(file, "sub")} {
+		if code := runQuiet("search", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--output", out, "--slo", "ttft:100"); code != exitUsage {
+			t.Errorf("--output %s: exit %d, want 2", out, code)
+		}
+	}
+	if entries, _ := os.ReadDir(used); len(entries) != 1 {
+		t.Errorf("the used directory now holds %d entries", len(entries))
+	}
+}
+
+// A server that answers nothing makes the search say so, not only "none".
+func TestSearchUnreachableSaysWhy(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "s")
+	code := runQuiet("search", "--base-url", "http://"+freeAddr(t)+"/v1", "--model", "m", "--output", dir, "--system-sampler", "none",
+		"--input-tokens", "8", "--output-tokens", "2", "--slo", "ttft:100", "--min", "1", "--max", "2", "-q")
+	if code != exitFindings {
+		t.Fatalf("exit %d, want 3", code)
+	}
+	rec := readSearch(t, filepath.Join(dir, "search.jsonl"))
+	warnings, _ := rec["warnings"].([]any)
+	if len(warnings) == 0 || !strings.Contains(warnings[0].(string), "probe 1 at 1, run 1: none of its ") ||
+		!strings.Contains(warnings[0].(string), "unreachable") {
+		t.Fatalf("warnings %v", rec["warnings"])
 	}
 }
 
