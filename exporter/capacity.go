@@ -45,6 +45,10 @@ type capacitySeries struct {
 
 	mu      sync.Mutex
 	current map[Labels]bracket // the last completed search's bracket, by probe
+	// active are the search probes configured (InitSearches) and not forgotten since: a
+	// search of a forgotten probe that ends after ForgetProbe is counted, but its gauges
+	// are not set again.
+	active map[Labels]bool
 }
 
 // bracket is a completed search's control variable and bounds (nil: none).
@@ -56,7 +60,7 @@ type bracket struct {
 func newCapacitySeries(reg *prometheus.Registry) *capacitySeries {
 	probe := []string{LabelTarget, LabelModel, LabelProbe}
 	bounded := append(slices.Clone(probe), LabelOver, LabelBound)
-	c := &capacitySeries{current: map[Labels]bracket{},
+	c := &capacitySeries{current: map[Labels]bracket{}, active: map[Labels]bool{},
 		bracket: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "inferprobe_capacity",
 			Help: "Bracket of the probe's last completed capacity search, in the control variable's unit (over=concurrency: workers; over=rate: requests per second): lower = the largest value shown to pass below every failing one, upper = the lowest failing value; a bound the search did not find is absent."}, bounded),
 		previous: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "inferprobe_capacity_previous",
@@ -73,8 +77,12 @@ func newCapacitySeries(reg *prometheus.Registry) *capacitySeries {
 }
 
 // InitSearches creates a search probe's inferprobe_capacity_searches_total series at 0 for
-// every outcome, so that the first search is seen by increase().
+// every outcome, so that the first search is seen by increase(), and marks the probe
+// configured: SearchFinished publishes its gauges until ForgetProbe.
 func (e *Exporter) InitSearches(l Labels) {
+	e.capacity.mu.Lock()
+	e.capacity.active[l] = true
+	e.capacity.mu.Unlock()
 	for _, o := range searchOutcomes {
 		e.capacity.searches.WithLabelValues(l.values(o)...).Add(0)
 	}
@@ -83,8 +91,9 @@ func (e *Exporter) InitSearches(l Labels) {
 // SearchFinished publishes one finished capacity search of probe l, ended at end. rec is
 // the search's infer.search record when it completed (nil otherwise); outcome is then its
 // status, else SearchInterrupted or SearchFailed. The search is counted once in
-// inferprobe_capacity_searches_total and inferprobe_probe_last_run_timestamp_seconds is set
-// to end. A completed search also moves the bracket published so far to
+// inferprobe_capacity_searches_total; unless the probe was forgotten since its
+// InitSearches, inferprobe_probe_last_run_timestamp_seconds is set to end, and a completed
+// search also moves the bracket published so far to
 // inferprobe_capacity_previous (dropped when its control variable differs), publishes its
 // own bracket and binding criterion, and sets the last-search and last-success timestamps.
 func (e *Exporter) SearchFinished(l Labels, rec *artifact.Search, outcome string, end time.Time) {
@@ -95,6 +104,9 @@ func (e *Exporter) SearchFinished(l Labels, rec *artifact.Search, outcome string
 	defer c.mu.Unlock()
 	ts := float64(end.UnixNano()) / 1e9
 	c.searches.WithLabelValues(l.values(labelValue(outcome))...).Inc()
+	if !c.active[l] {
+		return
+	}
 	e.lastRun.WithLabelValues(l.values()...).Set(ts)
 	if rec == nil {
 		return
@@ -134,6 +146,7 @@ func (c *capacitySeries) forget(l Labels) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.current, l)
+	delete(c.active, l)
 	m := l.match()
 	for _, v := range []*prometheus.GaugeVec{c.bracket, c.previous, c.binding, c.last} {
 		v.DeletePartialMatch(m)

@@ -74,6 +74,7 @@ func TestSearchFinishedSeries(t *testing.T) {
 func TestSearchOverChangeAndForget(t *testing.T) {
 	e := New(Options{})
 	l := probeB
+	e.InitSearches(l)
 	now := time.Unix(1_700_000_000, 0)
 	e.SearchFinished(l, found(artifact.OverConcurrency, p(9.0), p(10.0), nil), artifact.SearchFound, now)
 	e.SearchFinished(l, found(artifact.OverRate, p(30.5), p(33.0), nil), artifact.SearchFound, now)
@@ -97,9 +98,25 @@ func TestSearchOverChangeAndForget(t *testing.T) {
 	if v := value(t, fams, "inferprobe_capacity_searches_total", probeLabels(l, LabelOutcome, "found")); v != 2 {
 		t.Errorf("searches_total{found} = %g after ForgetProbe, want 2", v)
 	}
-	// A search after the forget has no previous bracket.
+	// A search ending after the forget is counted but sets no gauge again.
 	e.SearchFinished(l, found(artifact.OverRate, p(20.0), p(22.0), nil), artifact.SearchFound, now)
-	if n := len(gather(t, e)["inferprobe_capacity_previous"].GetMetric()); n != 0 {
+	fams = gather(t, e)
+	for _, name := range []string{"inferprobe_capacity", "inferprobe_probe_last_run_timestamp_seconds"} {
+		if n := len(fams[name].GetMetric()); n != 0 {
+			t.Errorf("%s: %d series from a search of a forgotten probe", name, n)
+		}
+	}
+	if v := value(t, fams, "inferprobe_capacity_searches_total", probeLabels(l, LabelOutcome, "found")); v != 3 {
+		t.Errorf("searches_total{found} = %g, want 3", v)
+	}
+	// Configured again: a new search has no previous bracket.
+	e.InitSearches(l)
+	e.SearchFinished(l, found(artifact.OverRate, p(20.0), p(22.0), nil), artifact.SearchFound, now)
+	fams = gather(t, e)
+	if n := len(fams["inferprobe_capacity_previous"].GetMetric()); n != 0 {
 		t.Errorf("%d previous series after a forget", n)
+	}
+	if v := value(t, fams, "inferprobe_capacity", probeLabels(l, LabelOver, "rate", LabelBound, "upper")); v != 22 {
+		t.Errorf("upper %g after configuring again, want 22", v)
 	}
 }
