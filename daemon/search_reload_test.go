@@ -55,3 +55,40 @@ func TestSearchProbeReloadInterrupts(t *testing.T) {
 		t.Error("an interrupted search published a capacity")
 	}
 }
+
+// TestSearchProbeScheduleReloadKeepsTheSearch: a reload that changes only a search probe's
+// schedule lets its running search finish (counted once, by its status) and publishes the
+// new interval.
+func TestSearchProbeScheduleReloadKeepsTheSearch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends load to the simulated engine")
+	}
+	srv := startSim(t, kneeSim)
+	dir := t.TempDir()
+	text := searchConfig(dir, srv.URL())
+	d, path, runs := startDaemon(t, text)
+	waitFor(t, "the search's first probe", 30*time.Second, func() bool {
+		m, _ := filepath.Glob(filepath.Join(dir, "canary", "*", "probe-01.jsonl"))
+		return len(m) == 1
+	})
+	if err := os.WriteFile(path, []byte(strings.Replace(text, "every: 24h", "every: 12h", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	r := nextRun(t, runs, "canary", 2*time.Minute)
+	if r.Err != nil || r.Search == nil || r.Outcome != r.Search.Status {
+		t.Fatalf("the search across a schedule reload: outcome %s err %v", r.Outcome, r.Err)
+	}
+	labels := map[string]string{"probe": "canary", "target": "sim", "model": simModel}
+	if n := sumMetric(t, d, "inferprobe_capacity_searches_total", labels); n != 1 {
+		t.Errorf("%g searches counted, want 1", n)
+	}
+	if v, _ := metric(t, d, "inferprobe_capacity_searches_total", withLabel(labels, "outcome", r.Outcome)); v != 1 {
+		t.Errorf("searches_total{outcome=%s} = %g, want 1", r.Outcome, v)
+	}
+	if v, _ := metric(t, d, "inferprobe_probe_interval_seconds", labels); v != 12*3600 {
+		t.Errorf("interval %g, want 43200", v)
+	}
+}
