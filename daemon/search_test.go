@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -223,5 +224,34 @@ func checkBinding(t *testing.T, d *Daemon, rec *artifact.Search) {
 	}
 	if v, _ := metric(t, d, "inferprobe_capacity_binding_criterion", withLabel(labels, exporter.LabelCriterion, *rec.BindingCriterion)); v != 1 || n != 1 {
 		t.Errorf("binding criterion %q: %g (of %g), want 1", *rec.BindingCriterion, v, n)
+	}
+}
+
+// TestRetainSearchDirectories: a search probe's search directories count and age as
+// artifacts and are removed whole; other directories stay.
+func TestRetainSearchDirectories(t *testing.T) {
+	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	dir := t.TempDir()
+	var names []string
+	for i, age := range []int{9, 4, 1} {
+		n := now.AddDate(0, 0, -age).Format("20060102T150405.000Z") + fmt.Sprintf("-0000000%d", i)
+		names = append(names, n)
+		if err := os.MkdirAll(filepath.Join(dir, n), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dir, n), "search.jsonl", "{}\n")
+		mt := now.AddDate(0, 0, -age)
+		if err := os.Chtimes(filepath.Join(dir, n), mt, mt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "keep-me"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := retain(dir, 2, 3*24*time.Hour, now); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := listDir(t, dir), []string{names[2], "keep-me"}; !slices.Equal(got, want) {
+		t.Errorf("left %q, want %q (keep 2 removes the 9-day one, max age 3d the 4-day one)", got, want)
 	}
 }
