@@ -6,9 +6,9 @@
 // Conventions: one registry per Exporter, never the global one;
 // every name starts with inferprobe_, uses base units (seconds, ratios) and ends in _total for
 // counters; labels are target, model, probe, case (and slo, status, outcome, bound, over,
-// criterion where they say so) — request and trace ids appear only in exemplars (request_id = the X-Request-Id
-// sent, trace_id = the traceparent trace id). Only measured-phase requests are counted, as in
-// `inferprobe analyze`. The README's "Prometheus series" section lists every series.
+// criterion where they say so) — request and trace ids appear only in exemplars (request_id =
+// the X-Request-Id sent, trace_id = the traceparent trace id). Only measured-phase requests
+// are counted, as in `inferprobe analyze`. The README's "Prometheus series" section lists every series.
 package exporter
 
 import (
