@@ -49,6 +49,10 @@ const (
 	DefaultMaxRequestsPerProbe = 1000
 	DefaultGrowth              = 2.0
 	DefaultQuantile            = 0.95
+	// DefaultMin and DefaultMax are the range of `inferprobe search` and of a search probe
+	// when they give none (Options has no default range).
+	DefaultMin = 1.0
+	DefaultMax = 256.0
 )
 
 // Options configure a search. Over is artifact.OverConcurrency (integer values) or

@@ -120,10 +120,28 @@ type TargetFile struct {
 // keys the daemon sets itself, and names the key and line of every error with it.
 type ProbeFile struct {
 	Name       string    `yaml:"name"`
+	Kind       string    `yaml:"kind"`
 	Target     string    `yaml:"target"`
 	SLO        string    `yaml:"slo"`
 	Every      *Duration `yaml:"every"`
 	Continuous bool      `yaml:"continuous"`
 	Workload   yaml.Node `yaml:"workload"`
 	SpansDrain *Duration `yaml:"spans_drain"`
+	// Search is a search probe's capacity search (kind: search only).
+	Search *SearchFile `yaml:"search"`
+}
+
+// SearchFile is a search probe's search block: `inferprobe search`'s own flags by name
+// (over, min, max, tolerance, confidence, quantile, max_probes, max_requests_per_probe,
+// max_lag), same meanings and defaults. Every key is optional.
+type SearchFile struct {
+	Over                string    `yaml:"over" json:"over,omitempty"`
+	Min                 *float64  `yaml:"min" json:"min,omitempty"`
+	Max                 *float64  `yaml:"max" json:"max,omitempty"`
+	Tolerance           *float64  `yaml:"tolerance" json:"tolerance,omitempty"`
+	Confidence          *float64  `yaml:"confidence" json:"confidence,omitempty"`
+	Quantile            *float64  `yaml:"quantile" json:"quantile,omitempty"`
+	MaxProbes           *Count    `yaml:"max_probes" json:"max_probes,omitempty"`
+	MaxRequestsPerProbe *Count    `yaml:"max_requests_per_probe" json:"max_requests_per_probe,omitempty"`
+	MaxLag              *Duration `yaml:"max_lag" json:"max_lag,omitempty"`
 }

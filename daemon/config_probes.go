@@ -27,8 +27,11 @@ type Probe struct {
 	Continuous bool
 	SpansDrain time.Duration
 	Workload   *loadgen.Config
-	Tokenizer  prompt.Tokenizer
-	TokName    string
+	// Search is set for a search probe (kind: search): each start runs a capacity search
+	// instead of one run of Workload.
+	Search    *SearchProbe
+	Tokenizer prompt.Tokenizer
+	TokName   string
 	// RunSeed is set when the workload gives no seed: each run then draws its prompts,
 	// nonces and Poisson gaps from a seed of its own (loadgen.RunSeed of its run id), so
 	// that no run finds the previous run's prompts in the server's prefix cache. An
@@ -81,9 +84,18 @@ func loadProbe(key string, p ProbeFile, targets map[string]*Target, slos map[str
 	// The key is the target's api_key_env or none: never profile's $OPENAI_API_KEY fallback,
 	// which would send a key the configuration does not name.
 	w.Endpoint, w.Model, w.APIKey = tg.Endpoint, tg.Model, tg.apiKey
-	cfg, err := w.Config()
+	kind, err := kindOf(key, p)
 	if err != nil {
-		return nil, workloadError(wkey, node, err)
+		return nil, err
+	}
+	var cfg *loadgen.Config
+	if kind == KindSearch {
+		cfg, err = loadSearch(key, p, pr, wkey, node, w)
+	} else if cfg, err = w.Config(); err != nil {
+		err = workloadError(wkey, node, err)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if pr.Tokenizer, pr.TokName, err = w.NewTokenizer(); err != nil {
 		return nil, workloadError(wkey, node, err)
@@ -97,7 +109,7 @@ func loadProbe(key string, p ProbeFile, targets map[string]*Target, slos map[str
 		return nil, err
 	}
 	// The target's name is a label of every series of the probe: renaming it restarts the probe.
-	pr.key = string(def) + "\x1f" + tg.Name + "\x1f" + tg.MetricsURL + "\x1f" + tg.ScrapeInterval.String()
+	pr.key = string(def) + "\x1f" + tg.Name + "\x1f" + tg.MetricsURL + "\x1f" + tg.ScrapeInterval.String() + "\x1f" + kind + searchKey(p.Search)
 	pr.settings = fmt.Sprintf("%v\x1f%v\x1f%v", pr.Every, pr.Continuous, pr.SpansDrain)
 	if pr.SLO != nil {
 		pr.settings += "\x1f" + pr.SLO.Name + "\x1f" + pr.SLO.Policy.Digest() + "\x1f" + fmt.Sprint(pr.SLO.Objective)

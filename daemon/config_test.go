@@ -518,6 +518,7 @@ func TestAPIKeyNeverInErrors(t *testing.T) {
 // FuzzParse: no input panics Parse, and every error is a *ConfigError.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(baseYAML))
+	f.Add([]byte(searchYAML))
 	f.Add([]byte(replace(baseYAML, "every: 5m", "continuous: true", "requests: 4", "duration: 1")))
 	f.Add([]byte("listen: ':0'\nreceiver: {http_listen: '', grpc_listen: ''}\n" + baseYAML))
 	f.Add([]byte("targets: [{name: a, endpoint: 'http://h/v1/chat/completions', model: m}]\nprobes: [{name: p, target: a, every: 1w, workload: {rate: [1, 2.5], arrival: poisson, requests: 3, x: [true, null]}}]\n"))

@@ -37,14 +37,18 @@ type Options struct {
 	Clock clockwork.Clock
 }
 
-// RunResult is one finished probe run.
+// RunResult is one finished probe run, or one finished search of a search probe (RunID
+// its search id).
 type RunResult struct {
 	Probe   string
 	RunID   string
 	Path    string // the artifact; "" when it could not be opened
-	Outcome string // exporter.Run* outcome
+	Outcome string // exporter.Run* outcome; a search probe's: its status, or exporter.SearchInterrupted / SearchFailed
 	Report  *analyze.Report
-	Err     error
+	// Search is a search probe's result (the infer.search record written to Path, which is
+	// then the search directory's search.jsonl); nil for a run.
+	Search *artifact.Search
+	Err    error
 }
 
 // Daemon is a running `inferprobe serve`.
@@ -328,6 +332,12 @@ func (d *Daemon) publishProbe(p *Probe) {
 	slo := ""
 	if p.SLO != nil {
 		slo, objective = p.SLO.Policy.Name, &p.SLO.Objective
+	}
+	if p.Search != nil {
+		// A search probe's runs are the search's probes: they publish only its capacity series.
+		d.exp.SetProbeConfig(p.labels(), interval.Seconds(), "", nil)
+		d.exp.InitSearches(p.labels())
+		return
 	}
 	d.exp.SetProbeConfig(p.labels(), interval.Seconds(), slo, objective)
 	var ids []string

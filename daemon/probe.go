@@ -1,10 +1,12 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -57,6 +59,7 @@ type probeLoop struct {
 
 	mu       sync.Mutex
 	pipeline *run.Pipeline
+	cancel   context.CancelFunc // a search probe's running search
 	stopped  bool
 }
 
@@ -91,6 +94,9 @@ func (l *probeLoop) stop() {
 		l.stopped = true
 		if l.pipeline != nil {
 			l.pipeline.Stop()
+		}
+		if l.cancel != nil {
+			l.cancel() // a search stops at once: a stopped probe run would be judged
 		}
 		l.mu.Unlock()
 	})
@@ -190,7 +196,11 @@ func (l *probeLoop) waitNext(last time.Time, backoff time.Duration) (time.Time, 
 func (l *probeLoop) runOne() bool {
 	d, p := l.d, l.probe()
 	cfg := l.cfg.Load()
-	res, ok := l.execute(p, cfg)
+	execute := l.execute
+	if p.Search != nil {
+		execute = l.searchOnce
+	}
+	res, ok := execute(p, cfg)
 	if res.Err != nil {
 		d.log.Warn("probe run ended with an error", "probe", p.Name, "run_id", res.RunID, "outcome", res.Outcome, "err", res.Err)
 	} else {
@@ -253,8 +263,9 @@ func (l *probeLoop) execute(p *Probe, dcfg *Config) (RunResult, bool) {
 }
 
 // retain removes a probe's oldest artifacts beyond keep (0: no limit) and those last
-// modified more than maxAge before now (0: no limit). Artifacts are the *.jsonl files of dir,
-// named so that their names sort by start time.
+// modified more than maxAge before now (0: no limit). Artifacts are the *.jsonl files of dir
+// and, for a search probe, its search directories (removed whole), named so that their
+// names sort by start time.
 func retain(dir string, keep int, maxAge time.Duration, now time.Time) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -265,7 +276,7 @@ func retain(dir string, keep int, maxAge time.Duration, now time.Time) error {
 	}
 	var names []string
 	for _, e := range entries {
-		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".jsonl") {
+		if (e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".jsonl")) || (e.IsDir() && searchDirRe.MatchString(e.Name())) {
 			names = append(names, e.Name())
 		}
 	}
@@ -279,10 +290,14 @@ func retain(dir string, keep int, maxAge time.Duration, now time.Time) error {
 			}
 		}
 		if remove {
-			if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := os.RemoveAll(filepath.Join(dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, fmt.Errorf("removing %s: %w", n, err))
 			}
 		}
 	}
 	return errors.Join(errs...)
 }
+
+// searchDirRe matches the name of a search probe's search directory: its UTC start and the
+// first 8 hex digits of its search id.
+var searchDirRe = regexp.MustCompile(`^\d{8}T\d{6}\.\d{3}Z-[0-9a-f]{8}$`)

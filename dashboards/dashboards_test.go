@@ -360,6 +360,8 @@ func TestDashboardContent(t *testing.T) {
 			"inferprobe_probe_running{",
 			"inferprobe_probe_schedule_met{",
 			"inferprobe_ttft_from_intended_seconds_bucket{",
+			"inferprobe_capacity{",
+			"inferprobe_capacity_binding_criterion{",
 		},
 		"server-join.json": {
 			"rate(inferprobe_server_ttft_seconds_bucket{",

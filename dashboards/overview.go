@@ -7,8 +7,8 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
 )
 
-// overview: is the service meeting its SLO, and is the probe itself healthy? Four rows, in
-// this order (panel ids follow it): SLO, latency, requests, probes.
+// overview: is the service meeting its SLO, and is the probe itself healthy? Five rows, in
+// this order (panel ids follow it): SLO, latency, requests, probes, capacity.
 func overview() *dashboard.DashboardBuilder {
 	bd := newBoard(UIDOverview, "inferprobe / Overview",
 		"Goodput and SLO attainment of inferprobe's probes, client-side latency (TTFT, e2e, TPOT), request outcomes and the load generator's own health. Shaded regions: probe runs.")
@@ -16,6 +16,7 @@ func overview() *dashboard.DashboardBuilder {
 	overviewLatency(bd)
 	overviewRequests(bd)
 	overviewProbes(bd)
+	overviewCapacity(bd)
 	return bd.b
 }
 
@@ -152,6 +153,23 @@ func overviewProbes(bd *board) {
 		"bool_yes_no", third,
 		query("A", `min by (probe) (inferprobe_probe_schedule_met{`+sel+`})`, "{{probe}}"))).
 		Min(0).Max(1))
+}
+
+// overviewCapacity is the capacity row of search probes (capacity canaries): the bracket of
+// each completed search over time, in the control variable's unit, and its binding criterion.
+func overviewCapacity(bd *board) {
+	bd.row("Capacity")
+	bd.add(stepped(ts(bd, "Capacity bracket (last search)",
+		"Bracket of each search probe's last completed capacity search (inferprobe_capacity): lower = the largest value shown to meet the SLO, upper = the lowest failing one, in workers (over=concurrency) or requests per second (over=rate). InferprobeCapacityDrop fires when a search's upper bound falls below the previous search's lower bound.",
+		"short", 2*third,
+		query("A", `inferprobe_capacity{`+sel+`}`, "{{probe}} {{over}} {{bound}}"))).
+		Min(0))
+	bd.add(st(bd, "Binding criterion",
+		"The criterion that failed at the upper bound of each search probe's last completed search (inferprobe_capacity_binding_criterion): a latency criterion and quantile, attainment, or backlog.",
+		"short", third,
+		query("A", `inferprobe_capacity_binding_criterion{`+sel+`} == 1`, "{{probe}}: {{criterion}}")).
+		GraphMode(common.BigValueGraphModeNone).
+		TextMode(common.BigValueTextModeName))
 }
 
 // probePercentiles queries p50, p90 and p99 (refs A, B, C) of a histogram per probe; with

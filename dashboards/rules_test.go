@@ -80,6 +80,7 @@ var (
 		"inferprobe_slo_requests_total", "inferprobe_probe_runs_total",
 		"inferprobe_receiver_spans_received_total", "inferprobe_receiver_spans_rejected_total",
 		"inferprobe_receiver_spans_dropped_total", "inferprobe_receiver_spans_unrouted_total",
+		"inferprobe_capacity_searches_total",
 	}
 	catalogueHistograms = []string{
 		"inferprobe_ttft_seconds", "inferprobe_ttft_from_intended_seconds", "inferprobe_e2e_seconds",
@@ -93,6 +94,8 @@ var (
 		"inferprobe_probe_last_run_timestamp_seconds", "inferprobe_probe_interval_seconds", "inferprobe_probe_running",
 		"inferprobe_in_flight_requests", "inferprobe_probe_schedule_met", "inferprobe_scrape_up",
 		"inferprobe_scrape_duration_seconds", "inferprobe_build_info",
+		"inferprobe_capacity", "inferprobe_capacity_previous", "inferprobe_capacity_binding_criterion",
+		"inferprobe_capacity_last_search_timestamp_seconds",
 	}
 	// Server-side series the dashboards may read (vLLM /metrics, dcgm-exporter).
 	serverSeries = []string{
@@ -226,7 +229,7 @@ func TestAlertMetadata(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"InferprobeSLOErrorBudgetBurn", "InferprobeProbeNotRunning",
-		"InferprobeTargetUnreachable", "InferprobeSpanJoinCoverageDropped"} {
+		"InferprobeTargetUnreachable", "InferprobeSpanJoinCoverageDropped", "InferprobeCapacityDrop"} {
 		if !names[want] {
 			t.Errorf("alert %s missing", want)
 		}

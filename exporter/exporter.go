@@ -5,10 +5,10 @@
 //
 // Conventions: one registry per Exporter, never the global one;
 // every name starts with inferprobe_, uses base units (seconds, ratios) and ends in _total for
-// counters; labels are target, model, probe, case (and slo, status, outcome, bound where they
-// say so) — request and trace ids appear only in exemplars (request_id = the X-Request-Id
-// sent, trace_id = the traceparent trace id). Only measured-phase requests are counted, as in
-// `inferprobe analyze`. The README's "Prometheus series" section lists every series.
+// counters; labels are target, model, probe, case (and slo, status, outcome, bound, over,
+// criterion where they say so) — request and trace ids appear only in exemplars (request_id =
+// the X-Request-Id sent, trace_id = the traceparent trace id). Only measured-phase requests
+// are counted, as in `inferprobe analyze`. The README's "Prometheus series" section lists every series.
 package exporter
 
 import (
@@ -150,6 +150,8 @@ type Exporter struct {
 
 	spansUnrouted prometheus.Counter
 
+	capacity *capacitySeries // search probes
+
 	mu     sync.Mutex
 	probes map[Labels]*probeState // probes with runs started and not finished
 }
@@ -232,6 +234,7 @@ func New(opts Options) *Exporter {
 
 	e.spansUnrouted = prometheus.NewCounter(prometheus.CounterOpts{Name: "inferprobe_receiver_spans_unrouted_total", Help: "Delivered spans that matched no running or draining probe run."})
 	reg.MustRegister(e.spansUnrouted)
+	e.capacity = newCapacitySeries(reg)
 
 	build := gauge("inferprobe_build_info", "A metric with a constant '1' value labeled by version and goversion.", "version", "goversion")
 	build.WithLabelValues(opts.Version, runtime.Version()).Set(1)
@@ -322,8 +325,8 @@ func (e *Exporter) SetProbeConfig(l Labels, intervalSeconds float64, slo string,
 }
 
 // ForgetProbe deletes the gauges of a probe that is no longer configured (after a reload):
-// its interval, running, in-flight, objective, attainment, goodput, coverage, schedule and
-// last-run series. With runs of the probe in progress, they go when the last of them has
+// its interval, running, in-flight, objective, attainment, goodput, coverage, schedule,
+// last-run and capacity series. With runs of the probe in progress, they go when the last of them has
 // published its end: those runs are published in full, and counted, like any other. The
 // probe's counters and histograms stay, so that every finished run stays counted; they go
 // on if the probe is configured again.
@@ -345,6 +348,7 @@ func (e *Exporter) deleteGauges(l Labels) {
 	} {
 		v.DeletePartialMatch(m)
 	}
+	e.capacity.forget(l)
 }
 
 // ForgetTarget deletes a target's scrape series.

@@ -24,39 +24,44 @@ import (
 // catalogue is every inferprobe_ family the exporter publishes (the README's "Prometheus
 // series"), with its label names.
 var catalogue = map[string][]string{
-	"inferprobe_requests_total":                       {"case", "model", "probe", "status", "target"},
-	"inferprobe_ttft_seconds":                         {"case", "model", "probe", "target"},
-	"inferprobe_ttft_from_intended_seconds":           {"case", "model", "probe", "target"},
-	"inferprobe_e2e_seconds":                          {"case", "model", "probe", "target"},
-	"inferprobe_e2e_from_intended_seconds":            {"case", "model", "probe", "target"},
-	"inferprobe_tpot_seconds":                         {"case", "model", "probe", "target"},
-	"inferprobe_dispatch_lag_seconds":                 {"case", "model", "probe", "target"},
-	"inferprobe_prompt_tokens_total":                  {"case", "model", "probe", "target"},
-	"inferprobe_output_tokens_total":                  {"case", "model", "probe", "target"},
-	"inferprobe_server_queue_seconds":                 {"case", "model", "probe", "target"},
-	"inferprobe_server_prefill_seconds":               {"case", "model", "probe", "target"},
-	"inferprobe_server_decode_seconds":                {"case", "model", "probe", "target"},
-	"inferprobe_server_ttft_seconds":                  {"case", "model", "probe", "target"},
-	"inferprobe_server_e2e_seconds":                   {"case", "model", "probe", "target"},
-	"inferprobe_slo_requests_total":                   {"case", "model", "outcome", "probe", "slo", "target"},
-	"inferprobe_slo_objective_ratio":                  {"model", "probe", "slo", "target"},
-	"inferprobe_slo_attainment_ratio":                 {"bound", "case", "model", "probe", "slo", "target"},
-	"inferprobe_goodput_requests_per_second":          {"bound", "case", "model", "probe", "slo", "target"},
-	"inferprobe_span_join_coverage_ratio":             {"case", "model", "probe", "target"},
-	"inferprobe_probe_runs_total":                     {"model", "outcome", "probe", "target"},
-	"inferprobe_probe_last_success_timestamp_seconds": {"model", "probe", "target"},
-	"inferprobe_probe_last_run_timestamp_seconds":     {"model", "probe", "target"},
-	"inferprobe_probe_interval_seconds":               {"model", "probe", "target"},
-	"inferprobe_probe_running":                        {"model", "probe", "target"},
-	"inferprobe_in_flight_requests":                   {"model", "probe", "target"},
-	"inferprobe_probe_schedule_met":                   {"model", "probe", "target"},
-	"inferprobe_scrape_up":                            {"target"},
-	"inferprobe_scrape_duration_seconds":              {"target"},
-	"inferprobe_receiver_spans_received_total":        {"transport"},
-	"inferprobe_receiver_spans_rejected_total":        {},
-	"inferprobe_receiver_spans_dropped_total":         {},
-	"inferprobe_receiver_spans_unrouted_total":        {},
-	"inferprobe_build_info":                           {"goversion", "version"},
+	"inferprobe_requests_total":                         {"case", "model", "probe", "status", "target"},
+	"inferprobe_ttft_seconds":                           {"case", "model", "probe", "target"},
+	"inferprobe_ttft_from_intended_seconds":             {"case", "model", "probe", "target"},
+	"inferprobe_e2e_seconds":                            {"case", "model", "probe", "target"},
+	"inferprobe_e2e_from_intended_seconds":              {"case", "model", "probe", "target"},
+	"inferprobe_tpot_seconds":                           {"case", "model", "probe", "target"},
+	"inferprobe_dispatch_lag_seconds":                   {"case", "model", "probe", "target"},
+	"inferprobe_prompt_tokens_total":                    {"case", "model", "probe", "target"},
+	"inferprobe_output_tokens_total":                    {"case", "model", "probe", "target"},
+	"inferprobe_server_queue_seconds":                   {"case", "model", "probe", "target"},
+	"inferprobe_server_prefill_seconds":                 {"case", "model", "probe", "target"},
+	"inferprobe_server_decode_seconds":                  {"case", "model", "probe", "target"},
+	"inferprobe_server_ttft_seconds":                    {"case", "model", "probe", "target"},
+	"inferprobe_server_e2e_seconds":                     {"case", "model", "probe", "target"},
+	"inferprobe_slo_requests_total":                     {"case", "model", "outcome", "probe", "slo", "target"},
+	"inferprobe_slo_objective_ratio":                    {"model", "probe", "slo", "target"},
+	"inferprobe_slo_attainment_ratio":                   {"bound", "case", "model", "probe", "slo", "target"},
+	"inferprobe_goodput_requests_per_second":            {"bound", "case", "model", "probe", "slo", "target"},
+	"inferprobe_span_join_coverage_ratio":               {"case", "model", "probe", "target"},
+	"inferprobe_probe_runs_total":                       {"model", "outcome", "probe", "target"},
+	"inferprobe_probe_last_success_timestamp_seconds":   {"model", "probe", "target"},
+	"inferprobe_probe_last_run_timestamp_seconds":       {"model", "probe", "target"},
+	"inferprobe_probe_interval_seconds":                 {"model", "probe", "target"},
+	"inferprobe_probe_running":                          {"model", "probe", "target"},
+	"inferprobe_in_flight_requests":                     {"model", "probe", "target"},
+	"inferprobe_probe_schedule_met":                     {"model", "probe", "target"},
+	"inferprobe_scrape_up":                              {"target"},
+	"inferprobe_scrape_duration_seconds":                {"target"},
+	"inferprobe_receiver_spans_received_total":          {"transport"},
+	"inferprobe_receiver_spans_rejected_total":          {},
+	"inferprobe_receiver_spans_dropped_total":           {},
+	"inferprobe_receiver_spans_unrouted_total":          {},
+	"inferprobe_build_info":                             {"goversion", "version"},
+	"inferprobe_capacity":                               {"bound", "model", "over", "probe", "target"},
+	"inferprobe_capacity_previous":                      {"bound", "model", "over", "probe", "target"},
+	"inferprobe_capacity_binding_criterion":             {"criterion", "model", "probe", "target"},
+	"inferprobe_capacity_last_search_timestamp_seconds": {"model", "probe", "target"},
+	"inferprobe_capacity_searches_total":                {"model", "outcome", "probe", "target"},
 }
 
 // feedAll gives every family of the catalogue samples for probe l: config, a run with
@@ -92,6 +97,13 @@ func feedAll(t *testing.T, e *Exporter, l Labels) {
 	}
 	e.ScrapeResult(l.Target, true, 120*time.Millisecond)
 	e.SpanUnrouted()
+	// Two completed searches: the second moves the first's bracket to _previous.
+	e.InitSearches(l)
+	for _, lower := range []float64{8, 4} {
+		e.SearchFinished(l, &artifact.Search{Over: artifact.OverConcurrency, Status: artifact.SearchFound,
+			BracketLower: p(lower), BracketUpper: p(lower + 1), BindingCriterion: p("client.ttft p95")},
+			artifact.SearchFound, time.Unix(1_700_000_200, 0))
+	}
 }
 
 func TestPromlint(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -67,8 +66,8 @@ Exit codes: 0 a value in range meets the SLO; 3 none was shown to; 2 an unusable
 	f.Lookup("output").Usage = "directory for search.jsonl, search.png and probe-NN.jsonl (required)"
 	f.Lookup("requests").Usage = "measured requests of a probe's first run (default: the fewest that can decide)"
 	f.StringVar(&sf.over, "over", "concurrency", "control variable: concurrency (closed loop) or rate (open loop, requests/s)")
-	f.Float64Var(&sf.min, "min", 1, "lowest value probed")
-	f.Float64Var(&sf.max, "max", 256, "highest value probed")
+	f.Float64Var(&sf.min, "min", capacity.DefaultMin, "lowest value probed")
+	f.Float64Var(&sf.max, "max", capacity.DefaultMax, "highest value probed")
 	f.Float64Var(&sf.tolerance, "tolerance", capacity.DefaultTolerance, "relative width of the final bracket (0.1: 10 %)")
 	f.Float64Var(&sf.confidence, "confidence", capacity.DefaultConfidence, "confidence of each probe's decision")
 	f.Float64Var(&sf.quantile, "quantile", capacity.DefaultQuantile, "quantile of each criterion judged against its threshold: 0.5, 0.9, 0.95 or 0.99")
@@ -211,18 +210,9 @@ func runSearch(ctx context.Context, stdout, stderr io.Writer, pr *capacity.RunPr
 			fmt.Fprintf(stderr, "probe %d at %g: run %d, %d requests\n", s.Probe, s.Value, s.Stage, s.Requests)
 		}
 	}
-	res, err := capacity.Search(ctx, pr, opts)
+	res, recordPath, err := capacity.SearchAndWrite(ctx, pr, pr.Dir, opts, func(msg string) { fmt.Fprintf(stderr, "Warning: %s\n", msg) })
 	if res == nil {
 		return withCode(exitUnexpected, err)
-	}
-	recordPath := filepath.Join(pr.Dir, "search.jsonl")
-	if werr := capacity.WriteRecord(recordPath, res); werr != nil && err == nil {
-		err = werr
-	}
-	if len(res.Probes) > 0 {
-		if perr := capacity.WritePNG(filepath.Join(pr.Dir, "search.png"), res); perr != nil {
-			fmt.Fprintf(stderr, "Warning: the plot could not be drawn: %v\n", perr)
-		}
 	}
 	render := capacity.RenderText
 	if sf.json {
