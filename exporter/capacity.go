@@ -26,8 +26,8 @@ const (
 // (artifact.SearchFound, SearchAboveRange, SearchNone, SearchUndecided), or one of these for
 // a search that did not complete.
 const (
-	SearchInterrupted = "interrupted" // stopped by a reload or shutdown
-	SearchFailed      = "failed"      // a probe run could not be made or judged
+	SearchInterrupted = artifact.SearchInterrupted // stopped by a reload or shutdown
+	SearchFailed      = "failed"                   // a probe run could not be made or judged
 )
 
 // searchOutcomes are the outcomes of inferprobe_capacity_searches_total.
