@@ -30,3 +30,23 @@ func TestWarningsRepeatedPrompts(t *testing.T) {
 		}
 	}
 }
+
+// Credentials in the endpoint URL are dropped, and the run says so.
+func TestWarningsEndpointCredentials(t *testing.T) {
+	cfg := &loadgen.Config{Endpoint: "http://u:secret@127.0.0.1:8000/v1/chat/completions", InputTokens: []int{64}}
+	var found string
+	for _, w := range Warnings(cfg) {
+		if strings.Contains(w, "user:password is not sent") {
+			found = w
+		}
+	}
+	if found == "" || strings.Contains(found, "secret") {
+		t.Fatalf("warnings %q", Warnings(cfg))
+	}
+	cfg.Endpoint = "http://127.0.0.1:8000/v1/chat/completions"
+	for _, w := range Warnings(cfg) {
+		if strings.Contains(w, "user:password") {
+			t.Fatalf("warned without credentials: %q", w)
+		}
+	}
+}
