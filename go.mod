@@ -3,6 +3,7 @@ module github.com/inferprobe/inferprobe
 go 1.26.8
 
 require (
+	github.com/DataDog/sketches-go v1.4.8
 	github.com/NVIDIA/go-nvml v0.13.4-1
 	github.com/google/uuid v1.6.0
 	github.com/grafana/grafana-foundation-sdk/go v0.0.22
@@ -35,7 +36,6 @@ require (
 	codeberg.org/go-latex/latex v0.2.0 // indirect
 	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
-	github.com/DataDog/sketches-go v1.4.8 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
