@@ -52,36 +52,38 @@ unwritable DIR or anything else; 130 interrupted.`,
 	return cmd
 }
 
-// checkOutput refuses (exit 2) a missing --output, an --output that is not a directory, and a
-// non-empty one without --overwrite.
-func (tf *tablesFlags) checkOutput() error {
-	if tf.output == "" {
-		return usageErrorf("--output needs a directory")
+// checkTablesDir refuses (exit 2) an empty dir, a dir that is not a directory, and a
+// non-empty one unless overwrite; flag names the setting in the messages.
+func checkTablesDir(flag, dir string, overwrite bool) error {
+	if dir == "" {
+		return usageErrorf("%s needs a directory", flag)
 	}
-	fi, err := os.Stat(tf.output)
+	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return nil
 	case err != nil:
-		return usageErrorf("--output %s: %v", tf.output, err)
+		return usageErrorf("%s %s: %v", flag, dir, err)
 	case !fi.IsDir():
-		return usageErrorf("--output %s is not a directory", tf.output)
+		return usageErrorf("%s %s is not a directory", flag, dir)
 	}
-	d, err := os.Open(tf.output)
+	d, err := os.Open(dir)
 	if err != nil {
-		return usageErrorf("--output %s: %v", tf.output, err)
+		return usageErrorf("%s %s: %v", flag, dir, err)
 	}
 	defer d.Close()
-	if _, err := d.Readdirnames(1); err == nil && !tf.overwrite {
-		return usageErrorf("--output %s is not empty (--overwrite replaces its tables)", tf.output)
-	} else if err != nil && err != io.EOF {
-		return usageErrorf("--output %s: %v", tf.output, err)
+	_, err = d.Readdirnames(1)
+	switch {
+	case err == nil && !overwrite:
+		return usageErrorf("%s %s is not empty (tables --overwrite replaces its tables)", flag, dir)
+	case err != nil && err != io.EOF:
+		return usageErrorf("%s %s: %v", flag, dir, err)
 	}
 	return nil
 }
 
 func (tf *tablesFlags) run(cmd *cobra.Command, paths []string) error {
-	if err := tf.checkOutput(); err != nil {
+	if err := checkTablesDir("--output", tf.output, tf.overwrite); err != nil {
 		return err
 	}
 	ctx := cmd.Context()

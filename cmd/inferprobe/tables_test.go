@@ -8,6 +8,7 @@ import (
 
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/internal/synth"
+	"github.com/inferprobe/inferprobe/sim"
 	"github.com/inferprobe/inferprobe/tables"
 )
 
@@ -116,5 +117,41 @@ func TestTablesVerbExitCodes(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, o)); !os.IsNotExist(err) {
 			t.Errorf("a refused run created %s", o)
 		}
+	}
+}
+
+// TestTablesProfileFlag: profile --tables writes the run's tables beside its artifact; a
+// non-empty --tables directory is refused before anything is sent or written.
+func TestTablesProfileFlag(t *testing.T) {
+	srv := startSim(t, nil)
+	dir := t.TempDir()
+	out, tdir := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "tables")
+	args := func(output string) []string {
+		return []string{"profile", "--base-url", srv.URL() + "/v1", "--model", sim.DefaultConfig().Model, "--output", output,
+			"--concurrency", "2", "--requests", "6", "--input-tokens", "32", "--output-tokens", "4", "--warmup-requests", "1",
+			"--tables", tdir}
+	}
+	if code := runQuiet(args(out)...); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	b, err := os.ReadFile(filepath.Join(tdir, tables.RequestMetricsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if !strings.HasPrefix(lines[0], "Request Id,request_e2e_time,request_e2e_time_normalized,") || len(lines) != 7 {
+		t.Errorf("request_metrics.csv: header %q, %d rows (want 6 measured)", lines[0], len(lines)-1)
+	}
+	for _, l := range lines[1:] {
+		if !strings.Contains(l, "_measured_") {
+			t.Errorf("row of a request not measured: %q", l)
+		}
+	}
+	out2 := filepath.Join(dir, "b.jsonl")
+	if code, _, stderr := runCLI(t, args(out2)...); code != exitUsage || !strings.Contains(stderr, "--tables") {
+		t.Errorf("non-empty --tables: exit %d, stderr %q", code, stderr)
+	}
+	if _, err := os.Stat(out2); !os.IsNotExist(err) {
+		t.Errorf("a refused profile wrote its artifact: %v", err)
 	}
 }
