@@ -44,6 +44,7 @@ type Sink struct {
 	mu     sync.Mutex
 	live   join.Live
 	reqs   []*artifact.Request
+	seen   bool // an infer.request record arrived (any phase)
 	closed bool
 }
 
@@ -63,6 +64,7 @@ func (s *Sink) Write(rec artifact.Record) error {
 	switch v := rec.(type) {
 	case *artifact.Request:
 		s.live.Add(v)
+		s.seen = true
 		if v.Phase == artifact.PhaseMeasured {
 			s.reqs = append(s.reqs, v)
 		}
@@ -72,11 +74,14 @@ func (s *Sink) Write(rec artifact.Record) error {
 	return nil
 }
 
-// Close builds the tables and writes the directory (see Sink). A second Close does nothing.
+// Close builds the tables and writes the directory (see Sink). A Sink that received no
+// infer.request record (a run whose artifact could not be opened sends none) writes nothing
+// and creates no directory. A second Close does nothing.
 func (s *Sink) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed || !s.seen {
+		s.closed = true
 		return nil
 	}
 	s.closed = true
