@@ -13,6 +13,7 @@ const (
 	SourceClientVLLMSpan = "client+vllm_span" // a client value combined with span values
 	SourceSchedule       = "schedule"         // the intended (scheduled) arrival times
 	SourceServerUsage    = "server_usage"     // the usage block the server answered with
+	SourceNone           = "none"             // no source observes it: the column is left out
 )
 
 // rowInput is what one measured request's row is computed from.
@@ -28,8 +29,9 @@ type rowInput struct {
 	hasIA        bool
 }
 
-// column is one of sangam's request_metrics.csv columns. value is nil for a column no
-// source observes (why says so); it returns false for a request without a value.
+// column is one of sangam's request_metrics.csv columns: its source, unit and definition (for
+// a column no source observes, source is SourceNone, the definition is sangam's, value is nil
+// and why says why it is left out). value returns false for a request without a value.
 type column struct {
 	name, source, unit, definition, why string
 	integer                             bool
@@ -53,14 +55,19 @@ var columns = []column{
 	{name: "request_e2e_time_normalized", source: SourceClient, unit: "s/token",
 		definition: "request_e2e_time / output tokens (server-reported usage, at least one)",
 		value:      perToken(e2e)},
-	{name: "request_e2e_time_excl_first_block_queue", why: whyBlocks},
-	{name: "request_e2e_time_excl_first_block_queue_normalized", why: whyBlocks},
-	{name: "request_first_block_queue", why: whyBlocks},
+	{name: "request_e2e_time_excl_first_block_queue", source: SourceNone, unit: "s", why: whyBlocks,
+		definition: "e2e latency minus the first block's queue wait before prefill"},
+	{name: "request_e2e_time_excl_first_block_queue_normalized", source: SourceNone, unit: "s/token", why: whyBlocks,
+		definition: "request_e2e_time_excl_first_block_queue / output tokens"},
+	{name: "request_first_block_queue", source: SourceNone, unit: "s", why: whyBlocks,
+		definition: "the first block's queue wait before prefill (admission delay)"},
 	{name: "request_scheduling_delay", source: SourceVLLMSpan, unit: "s",
 		definition: "the joined span's gen_ai.latency.time_in_queue of a completed request",
 		value:      queue},
-	{name: "request_scheduling_delay_prefill", why: whyPhaseQueue},
-	{name: "request_scheduling_delay_decode", why: whyPhaseQueue},
+	{name: "request_scheduling_delay_prefill", source: SourceNone, unit: "s", why: whyPhaseQueue,
+		definition: "queue wait before prefill phases"},
+	{name: "request_scheduling_delay_decode", source: SourceNone, unit: "s", why: whyPhaseQueue,
+		definition: "queue wait before decode phases"},
 	{name: "request_execution_time", source: SourceClientVLLMSpan, unit: "s",
 		definition: "request_e2e_time − request_scheduling_delay (client e2e minus the span's queue time)",
 		value:      execution},
@@ -70,8 +77,10 @@ var columns = []column{
 	{name: "request_prefill_time", source: SourceVLLMSpan, unit: "s",
 		definition: "the joined span's gen_ai.latency.time_in_model_prefill of a completed request",
 		value:      prefill},
-	{name: "request_kv_transfer_time", why: whyKV},
-	{name: "request_kv_transfer_time_nonoverlapped", why: whyKV},
+	{name: "request_kv_transfer_time", source: SourceNone, unit: "s", why: whyKV,
+		definition: "KV-cache transfer time, all blocks"},
+	{name: "request_kv_transfer_time_nonoverlapped", source: SourceNone, unit: "s", why: whyKV,
+		definition: "the part of the KV-cache transfer time not overlapped with prefill"},
 	{name: "request_decode_time", source: SourceVLLMSpan, unit: "s",
 		definition: "the joined span's gen_ai.latency.time_in_model_decode of a completed request",
 		value:      decode},
@@ -92,8 +101,10 @@ var columns = []column{
 	{name: "request_num_gen_tokens", source: SourceServerUsage, unit: "tokens", integer: true,
 		definition: "output_tokens of a completed request, when the server reported it (output_token_source server_usage)",
 		value:      outputTokens},
-	{name: "request_num_blocks", why: whyBlocks},
-	{name: "request_num_forward_passes", why: whyPasses},
+	{name: "request_num_blocks", source: SourceNone, unit: "blocks", integer: true, why: whyBlocks,
+		definition: "blocks the request is generated in"},
+	{name: "request_num_forward_passes", source: SourceNone, unit: "forward passes", integer: true, why: whyPasses,
+		definition: "forward passes (prefill and decode) of the request"},
 }
 
 // e2e is client.e2e in seconds (artifact.Request.ClientMetric) of a completed request.

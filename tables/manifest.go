@@ -30,8 +30,9 @@ type RequestMetricsEntry struct {
 	Columns []ColumnEntry `json:"columns"`
 }
 
-// ColumnEntry describes one column. Source, Unit and Definition are "" for a column no source
-// observes; Why says why a column is not written (no source, or no value in these runs).
+// ColumnEntry describes one column: where its values come from (Source, "none" for a column
+// no source observes), their Unit and Definition; Why says why a column is not written (no
+// source, or no value in these runs).
 type ColumnEntry struct {
 	Name       string `json:"name"`
 	Written    bool   `json:"written"`

@@ -139,10 +139,10 @@ func TestTablesManifest(t *testing.T) {
 		{Name: "request_unaccounted_time", Written: true, Source: SourceClientVLLMSpan, Unit: "s", Values: 2},
 		{Name: "request_inter_arrival_delay", Written: true, Source: SourceSchedule, Unit: "s", Values: 3},
 		{Name: "request_num_prompt_tokens", Written: true, Source: SourceServerUsage, Unit: "tokens", Values: 2},
-		{Name: "request_num_blocks", Why: whyBlocks},
-		{Name: "request_kv_transfer_time", Why: whyKV},
-		{Name: "request_scheduling_delay_prefill", Why: whyPhaseQueue},
-		{Name: "request_num_forward_passes", Why: whyPasses},
+		{Name: "request_num_blocks", Source: SourceNone, Unit: "blocks", Why: whyBlocks},
+		{Name: "request_kv_transfer_time", Source: SourceNone, Unit: "s", Why: whyKV},
+		{Name: "request_scheduling_delay_prefill", Source: SourceNone, Unit: "s", Why: whyPhaseQueue},
+		{Name: "request_num_forward_passes", Source: SourceNone, Unit: "forward passes", Why: whyPasses},
 	}
 	for _, want := range checks {
 		got := by[want.Name]
@@ -150,7 +150,7 @@ func TestTablesManifest(t *testing.T) {
 		if got != want {
 			t.Errorf("column %s: %+v, want %+v", want.Name, got, want)
 		}
-		if want.Written && by[want.Name].Definition == "" {
+		if by[want.Name].Definition == "" {
 			t.Errorf("column %s has no definition", want.Name)
 		}
 	}
