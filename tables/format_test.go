@@ -3,6 +3,8 @@ package tables
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -201,4 +203,28 @@ func parse(t *testing.T, s string) float64 {
 		t.Fatalf("parse %q: %v", s, err)
 	}
 	return v
+}
+
+// Repr reads back as the same float, in fixed notation exactly when 1e-4 ≤ |x| < 1e16.
+func TestTablesReprRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		x := math.Float64frombits(r.Uint64())
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			continue
+		}
+		if r.IntN(2) == 0 { // also the common magnitudes
+			x = (r.Float64() - 0.5) * math.Pow(10, float64(r.IntN(24)-8))
+		}
+		s := Repr(x)
+		back, err := strconv.ParseFloat(s, 64)
+		if err != nil || back != x {
+			t.Fatalf("Repr(%v) = %q reads back as %v (%v)", x, s, back, err)
+		}
+		a := math.Abs(x)
+		fixed := !strings.ContainsAny(s, "e")
+		if fixed != (a >= 1e-4 && a < 1e16 || a == 0) || fixed && !strings.Contains(s, ".") {
+			t.Fatalf("Repr(%v) = %q: wrong notation", x, s)
+		}
+	}
 }
