@@ -26,8 +26,9 @@ const (
 // infer.vllm_span records of one or more runs, and on Close writes the output directory:
 //
 //   - request_metrics.csv: header "Request Id" then the columns (sangam's order) that have a
-//     source and at least one value; one row per measured request with at least one value;
-//     floats as %.4f, an integer column without a missing cell as integers, a missing value
+//     source and at least one value; one row per measured request with at least one value
+//     (latency and token columns only for a completed request, status ok; the inter-arrival
+//     delay for every measured request with an intended arrival); floats as %.4f, an integer column without a missing cell as integers, a missing value
 //     as an empty cell. Rows are sorted by Request Id as strings (byte order) when there
 //     are two columns or more (sangam's outer merge), kept in record order otherwise.
 //   - request_plots/<column>.csv: each written column's exact CDF (ExactCDF: "<column>,cdf",
@@ -129,7 +130,7 @@ func build(reqs []*artifact.Request, jr join.Result) *table {
 			continue
 		}
 		for c, v := range row {
-			if v == v {
+			if !math.IsNaN(v) {
 				t.counts[c]++
 			}
 		}
@@ -247,7 +248,7 @@ func (t *table) requestMetrics() []byte {
 func (t *table) cdf(c int) []byte {
 	vals := make([]float64, 0, t.counts[c])
 	for _, row := range t.vals {
-		if v := row[c]; v == v {
+		if v := row[c]; !math.IsNaN(v) {
 			vals = append(vals, v)
 		}
 	}
