@@ -20,6 +20,7 @@ import (
 	"github.com/inferprobe/inferprobe/loadgen/prompt"
 	"github.com/inferprobe/inferprobe/run"
 	"github.com/inferprobe/inferprobe/scrape/collect"
+	"github.com/inferprobe/inferprobe/tables"
 )
 
 func init() { verbs = append(verbs, newProfileCmd) }
@@ -34,6 +35,7 @@ type profileFlags struct {
 	seed                                               int64
 	arrival, overflow, tokenizer                       string
 	output                                             string
+	tables                                             string
 	quiet                                              bool
 	slo                                                []string
 	sloFile                                            string
@@ -52,8 +54,8 @@ an optional warmup phase, then the measured phase, each a window followed by a d
 and records every request as an infer.request line of the JSONL artifact at --output.
 
 Exit codes: 0 a measured request succeeded; 3 none did (the artifact is complete);
-2 an unusable setting (nothing sent or written), or an --output another run is
-writing (it holds a lock on the file); 5 an unreadable --arrival-trace or --slo-file;
+2 an unusable setting (nothing sent or written; a --tables directory that is a file or
+not empty included), or an --output another run is writing (it holds a lock on the file); 5 an unreadable --arrival-trace or --slo-file;
 130 interrupted (Ctrl+C); 1 anything else, and an artifact that cannot be read back
 at the end.`,
 		Args: noArgsOptionalValueHint,
@@ -73,6 +75,12 @@ at the end.`,
 				return err
 			}
 			spec.Output = pf.output
+			if cmd.Flags().Changed("tables") {
+				if err := checkTablesDir("--tables", pf.tables, false); err != nil {
+					return err
+				}
+				spec.Sinks = append(spec.Sinks, tables.New(pf.tables))
+			}
 			_, err = runProfile(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), spec, pf.quiet)
 			return err
 		},
@@ -125,6 +133,7 @@ func (pf *profileFlags) register(cmd *cobra.Command) {
 	f.StringVar(&w.APIKey, "api-key", "", "bearer token (default $OPENAI_API_KEY); never recorded")
 	f.StringVar(&w.RunID, "run-id", "", "run id shared with collectors (default: a new UUID); appears in X-Request-Id")
 	f.StringVar(&pf.output, "output", "", "JSONL artifact path (required; parent directories are created)")
+	f.StringVar(&pf.tables, "tables", "", "also write the run's per-request tables (inferprobe tables) into this new or empty directory")
 	f.Float64Var(&pf.timeout, "timeout", loadgen.DefaultTimeout.Seconds(), "per-request client timeout, seconds")
 	f.Float64Var(&pf.drainTimeout, "drain-timeout", 0, "drain deadline after each window end, seconds (default: --timeout)")
 	f.BoolVar(&pf.stream, "stream", true, "streaming chat completions (SSE)")

@@ -1,0 +1,260 @@
+package tables
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/join"
+)
+
+// File names inside the output directory.
+const (
+	RequestMetricsFile = "request_metrics.csv"
+	RequestPlotsDir    = "request_plots"
+	ManifestFile       = "manifest.json"
+)
+
+// Sink is an artifact.Sink that collects the measured infer.request records and the
+// infer.vllm_span records of one or more runs, and on Close writes the output directory:
+//
+//   - request_metrics.csv: header "Request Id" then the columns (sangam's order) that have a
+//     source and at least one value; one row per measured request with at least one value
+//     (latency and token columns only for a completed request, status ok; the inter-arrival
+//     delay for every measured request with an intended arrival); floats as %.4f, an integer column without a missing cell as integers, a missing value
+//     as an empty cell. Rows are sorted by Request Id as strings (byte order) when there
+//     are two columns or more (sangam's outer merge), kept in record order otherwise.
+//   - request_plots/<column>.csv: each written column's exact CDF (ExactCDF: "<column>,cdf",
+//     at most 1,001 rows, Python-repr floats, integers for a token column); the file of a
+//     column not written is removed, so an overwritten directory holds no stale CDF.
+//   - manifest.json: every column (Manifest).
+//
+// Spans are joined to requests by package join (join.Live, the rules of the offline join): a
+// quarantined request has no span columns. Other records are ignored. Write never fails;
+// Close returns the first error creating the directory or writing a file. The Sink is safe
+// for concurrent use; records written after Close are ignored.
+type Sink struct {
+	dir    string
+	mu     sync.Mutex
+	live   join.Live
+	reqs   []*artifact.Request
+	seen   bool // an infer.request record arrived (any phase)
+	closed bool
+}
+
+// New returns a Sink writing into dir (created on Close when missing). Checking that dir
+// may be written (new, empty, or overwrite allowed) is the caller's.
+func New(dir string) *Sink { return &Sink{dir: dir} }
+
+// Write takes one record: a *artifact.Request (kept when measured; its join keys in any
+// case, so warmup spans are told apart) or a *artifact.VLLMSpan. It keeps the pointers: the
+// records must not change afterwards. Always nil.
+func (s *Sink) Write(rec artifact.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	switch v := rec.(type) {
+	case *artifact.Request:
+		s.live.Add(v)
+		s.seen = true
+		if v.Phase == artifact.PhaseMeasured {
+			s.reqs = append(s.reqs, v)
+		}
+	case *artifact.VLLMSpan:
+		s.live.Add(v)
+	}
+	return nil
+}
+
+// Close builds the tables and writes the directory (see Sink). A Sink that received no
+// infer.request record (a run whose artifact could not be opened sends none) writes nothing
+// and creates no directory. A second Close does nothing.
+func (s *Sink) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || !s.seen {
+		s.closed = true
+		return nil
+	}
+	s.closed = true
+	t := build(s.reqs, s.live.Result())
+	return t.write(s.dir)
+}
+
+// table is the built request table.
+type table struct {
+	ids      []string
+	vals     [][]float64 // [row][column of columns]; NaN: no value
+	included []int       // indices into columns, in order
+	counts   []int       // values per column of columns
+	sorted   bool
+	join     join.Result
+	// measuredXIDs are the x_request_ids of the measured requests sent.
+	measuredXIDs []string
+}
+
+// build computes every row of the measured requests (record order), drops the rows without
+// any value, picks the columns with a value and orders the rows.
+func build(reqs []*artifact.Request, jr join.Result) *table {
+	gaps := interArrivals(reqs)
+	t := &table{counts: make([]int, len(columns)), join: jr}
+	for i, r := range reqs {
+		in := rowInput{req: r, completed: r.Status == artifact.RequestOK}
+		in.interArrival, in.hasIA = gaps[i].gap, gaps[i].ok
+		if r.XRequestID != nil {
+			t.measuredXIDs = append(t.measuredXIDs, *r.XRequestID)
+			if attrs, ok := jr.Joined[*r.XRequestID]; ok {
+				in.span = &artifact.VLLMSpan{Attributes: attrs}
+			}
+		}
+		row, has := make([]float64, len(columns)), false
+		for c := range columns {
+			row[c] = nan
+			if columns[c].value == nil {
+				continue
+			}
+			if v, ok := columns[c].value(&in); ok {
+				row[c], has = v, true
+			}
+		}
+		if !has {
+			continue
+		}
+		for c, v := range row {
+			if !math.IsNaN(v) {
+				t.counts[c]++
+			}
+		}
+		t.ids, t.vals = append(t.ids, r.RequestID), append(t.vals, row)
+	}
+	for c, n := range t.counts {
+		if n > 0 {
+			t.included = append(t.included, c)
+		}
+	}
+	if len(t.included) >= 2 {
+		t.sortRows()
+	}
+	return t
+}
+
+var nan = math.NaN()
+
+// sortRows orders the rows by Request Id (stable).
+func (t *table) sortRows() {
+	order := make([]int, len(t.ids))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(t.ids[a], t.ids[b]) })
+	ids, vals := make([]string, len(order)), make([][]float64, len(order))
+	for i, k := range order {
+		ids[i], vals[i] = t.ids[k], t.vals[k]
+	}
+	t.ids, t.vals, t.sorted = ids, vals, true
+}
+
+// gap is one request's inter-arrival delay.
+type gap struct {
+	gap float64
+	ok  bool
+}
+
+// interArrivals gives each request (by index) the seconds from the previous intended
+// arrival of its session and case, arrivals ordered by intended time (ties in record order).
+func interArrivals(reqs []*artifact.Request) []gap {
+	out := make([]gap, len(reqs))
+	groups := map[[2]string][]int{}
+	for i, r := range reqs {
+		if r.IntendedAtNS != nil {
+			k := [2]string{r.SessionID, r.CaseID}
+			groups[k] = append(groups[k], i)
+		}
+	}
+	for _, idx := range groups {
+		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(*reqs[a].IntendedAtNS, *reqs[b].IntendedAtNS) })
+		for k := 1; k < len(idx); k++ {
+			d := *reqs[idx[k]].IntendedAtNS - *reqs[idx[k-1]].IntendedAtNS
+			out[idx[k]] = gap{gap: float64(d) / 1e9, ok: true}
+		}
+	}
+	return out
+}
+
+// write writes the directory's files.
+func (t *table) write(dir string) error {
+	plots := filepath.Join(dir, RequestPlotsDir)
+	if err := os.MkdirAll(plots, 0o755); err != nil {
+		return fmt.Errorf("tables: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, RequestMetricsFile), t.requestMetrics(), 0o644); err != nil {
+		return fmt.Errorf("tables: %w", err)
+	}
+	for c := range columns {
+		path := filepath.Join(plots, columns[c].name+".csv")
+		if t.counts[c] == 0 {
+			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("tables: %w", err)
+			}
+			continue
+		}
+		if err := os.WriteFile(path, t.cdf(c), 0o644); err != nil {
+			return fmt.Errorf("tables: %w", err)
+		}
+	}
+	m, err := t.manifest().encode()
+	if err != nil {
+		return fmt.Errorf("tables: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ManifestFile), m, 0o644); err != nil {
+		return fmt.Errorf("tables: %w", err)
+	}
+	return nil
+}
+
+// requestMetrics is request_metrics.csv.
+func (t *table) requestMetrics() []byte {
+	var c CSV
+	head := []string{"Request Id"}
+	for _, k := range t.included {
+		head = append(head, columns[k].name)
+	}
+	c.Row(head...)
+	for i, id := range t.ids {
+		row := []string{id}
+		for _, k := range t.included {
+			v := t.vals[i][k]
+			if columns[k].integer && t.counts[k] == len(t.ids) {
+				row = append(row, IntFormat(v))
+			} else {
+				row = append(row, Fixed4(v))
+			}
+		}
+		c.Row(row...)
+	}
+	return c.Bytes()
+}
+
+// cdf is column c's exact CDF file.
+func (t *table) cdf(c int) []byte {
+	vals := make([]float64, 0, t.counts[c])
+	for _, row := range t.vals {
+		if v := row[c]; !math.IsNaN(v) {
+			vals = append(vals, v)
+		}
+	}
+	format := Repr
+	if columns[c].integer {
+		format = IntFormat
+	}
+	return ExactCDF(columns[c].name, vals, format)
+}
