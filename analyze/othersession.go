@@ -48,10 +48,7 @@ func (in *Input) excludeOtherSessions(requests sessionCounts, warmupSessions []s
 	if len(a.Sessions) == 0 {
 		return
 	}
-	declared := make(map[string]bool, len(a.Sessions))
-	for i := range a.Sessions {
-		declared[a.Sessions[i].SessionID] = true
-	}
+	declared := a.DeclaredSessions()
 	ignored := sessionCounts{}
 	for id, n := range requests {
 		if !declared[id] {

@@ -112,9 +112,9 @@ func (tf *tablesFlags) run(cmd *cobra.Command, paths []string) error {
 	return nil
 }
 
-// feedArtifact reads the artifact at path and writes its requests and vLLM spans to sink, in
-// file order (requests first, then spans: the join does not depend on the order). A
-// truncated last line is a warning on stderr. Errors: a missing, unreadable or invalid
+// feedArtifact reads the artifact at path and replays its records to sink
+// (artifact.Replay). A truncated last line, and requests of sessions the artifact does not
+// declare (left out), are warnings on stderr. Errors: a missing, unreadable or invalid
 // artifact (no infer.session or infer.request v1 record, an undecodable infer.vllm_span)
 // wrap artifact.ErrInvalidArtifact; ctx's error when it ends.
 func feedArtifact(ctx context.Context, path string, sink artifact.Sink, stderr io.Writer) error {
@@ -128,22 +128,9 @@ func feedArtifact(ctx context.Context, path string, sink artifact.Sink, stderr i
 	if a.Truncated != nil {
 		fmt.Fprintf(stderr, "Warning: %s: %s\n", path, a.Truncated)
 	}
-	for i := range a.Requests {
-		if err := sink.Write(&a.Requests[i]); err != nil {
-			return err
-		}
+	skipped, err := a.Replay(sink)
+	if skipped > 0 {
+		fmt.Fprintf(stderr, "Warning: %s: %d request records of a session no infer.session record declares are left out\n", path, skipped)
 	}
-	for i := range a.Others {
-		if a.Others[i].Kind.EventType != artifact.EventVLLMSpan {
-			continue
-		}
-		s, err := artifact.DecodeVLLMSpan(a.Others[i].JSON)
-		if err != nil {
-			return fmt.Errorf("%w: %s: infer.vllm_span: %w", artifact.ErrInvalidArtifact, path, err)
-		}
-		if err := sink.Write(&s); err != nil {
-			return err
-		}
-	}
-	return nil
+	return err
 }
