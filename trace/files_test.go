@@ -20,8 +20,8 @@ func writeFile(t *testing.T, dir, name, body string) {
 
 func TestWorkerRank(t *testing.T) {
 	cases := map[string]int{
-		"rank0.1733.pt.trace.json.gz":                       0,
-		"rank12.1733.pt.trace.json":                         12,
+		"rank0.1733.pt.trace.json.gz":                      0,
+		"rank12.1733.pt.trace.json":                        12,
 		"dp0_pp1_tp2_dcp0_ep3_rank7.1733.pt.trace.json.gz": 7,
 	}
 	for name, want := range cases {
