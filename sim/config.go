@@ -125,6 +125,12 @@ type Config struct {
 	// GroundTruthPath, when set, receives one JSONL line per chat request with the
 	// simulator's own true times in integer unix nanoseconds (see GroundTruth).
 	GroundTruthPath string
+	// ProfilerDir, when set, enables POST /start_profile and /stop_profile (404 without it,
+	// as a vLLM started without a profiler): each stop of a running profile writes one
+	// gzipped trace per engine there, rank<N>.<unix ns>.pt.trace.json.gz (a minimal Kineto
+	// document with no events), through a .tmp file renamed when complete. It must be an
+	// existing directory.
+	ProfilerDir string
 
 	// Faults injects failures; the zero value injects none.
 	Faults Faults
@@ -171,6 +177,11 @@ type Faults struct {
 	// RestartDowntime is how long after the restart /health answers 503 and chat requests
 	// get 503 EngineDeadError-style JSON errors. Default 0.
 	RestartDowntime time.Duration
+	// ProfileStart is a POST /start_profile fault: "" none, ProfileStart500 or
+	// ProfileStartTimeout. ProfileStopNoFile makes POST /stop_profile answer 200 without
+	// writing a trace.
+	ProfileStart      string
+	ProfileStopNoFile bool
 }
 
 // DefaultConfig returns the defaults documented on each Config field: TTFT of a few tens of
@@ -224,6 +235,11 @@ func (c *Config) Validate() error {
 	c.checkRequests(&p)
 	c.checkTracing(&p)
 	c.Faults.check(&p)
+	if c.ProfilerDir != "" {
+		if fi, err := os.Stat(c.ProfilerDir); err != nil || !fi.IsDir() {
+			p.add("profiler-dir %q is not a directory", c.ProfilerDir)
+		}
+	}
 	return errors.Join(p...)
 }
 
@@ -321,6 +337,9 @@ func (f *Faults) check(p *problems) {
 	}
 	if f.StallDuration < 0 || f.SlowHeadersDuration < 0 || f.RestartAt < 0 || f.RestartDowntime < 0 {
 		p.add("fault durations must be ≥ 0")
+	}
+	if f.ProfileStart != "" && f.ProfileStart != ProfileStart500 && f.ProfileStart != ProfileStartTimeout {
+		p.add("fault-profile-start must be 500 or timeout, got %q", f.ProfileStart)
 	}
 	if f.Stall > 0 && f.StallDuration == 0 {
 		p.add("fault-stall needs fault-stall-duration > 0")

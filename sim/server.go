@@ -40,6 +40,7 @@ type Server struct {
 	echoRNG *rand.Rand // X-Request-Id echoed when none was sent
 	faultMu sync.Mutex
 	faultRN *rand.Rand // /metrics faults
+	prof    profiler   // /start_profile, /stop_profile
 
 	done         chan struct{}
 	closing      atomic.Bool
@@ -248,8 +249,8 @@ func (s *Server) routes() http.Handler {
 		"/health":              {http.MethodGet, s.handleHealth},
 		"/metrics":             {http.MethodGet, func(w http.ResponseWriter, r *http.Request) { s.handleMetrics(w, r, metrics) }},
 		"/reset_prefix_cache":  {http.MethodPost, s.handleResetPrefixCache},
-		"/start_profile":       {http.MethodPost, s.handleProfile},
-		"/stop_profile":        {http.MethodPost, s.handleProfile},
+		"/start_profile":       {http.MethodPost, s.handleStartProfile},
+		"/stop_profile":        {http.MethodPost, s.handleStopProfile},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.cfg.EnableRequestIDHeaders {
@@ -342,11 +343,6 @@ func (s *Server) handleResetPrefixCache(w http.ResponseWriter, r *http.Request) 
 		writeJSON(w, http.StatusOK, []byte(`{"success":false}`))
 	}
 	s.countHTTP("/reset_prefix_cache", r.Method, http.StatusOK)
-}
-
-func (s *Server) handleProfile(w http.ResponseWriter, r *http.Request) {
-	w.WriteHeader(http.StatusOK)
-	s.countHTTP(r.URL.Path, r.Method, http.StatusOK)
 }
 
 // newID returns a generated request id: 16 hex characters, the form of the ids vLLM
