@@ -25,6 +25,7 @@ import (
 	"github.com/inferprobe/inferprobe/loadgen/client"
 	"github.com/inferprobe/inferprobe/loadgen/prompt"
 	"github.com/inferprobe/inferprobe/scrape/vllm"
+	"github.com/inferprobe/inferprobe/trace"
 )
 
 // Spec is one run. Workload must have been completed by loadgen.Config.Defaults and passed
@@ -62,8 +63,13 @@ type Spec struct {
 	// are closed at the end of the run — also when the artifact cannot be opened (they then
 	// receive only a RunJudgement with outcome failed).
 	Sinks []artifact.Sink
+	// Trace opens a profiler trace window around one phase of each case (trace.Options: the
+	// control base, the phase, the maximum duration, the trace directory); the pipeline sets
+	// its SessionID, RunID and Sink, and a nil Warn is Spec.Warn. nil: no windows. A bad
+	// Trace fails the run before anything is sent.
+	Trace *trace.Options
 	// Hooks observe the load generator (the terminal's progress line). Their PhaseStart and
-	// PhaseEnd are the pipeline's own (the scraper's) and are ignored here; a nil Warn is
+	// PhaseEnd are the pipeline's own (the scraper's and the trace windows') and are ignored here; a nil Warn is
 	// Spec.Warn.
 	Hooks loadgen.Hooks
 	// Warn receives every condition the user should know about; nil discards them.

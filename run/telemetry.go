@@ -31,6 +31,8 @@ type telemetry struct {
 	intake      *spanIntake
 	feedRecords artifact.Sink // the feed's sink of the run's records
 	detach      func()
+
+	traces *traceWindows // nil without Spec.Trace
 }
 
 // newTelemetry prepares the scraper and the span intake; nothing is bound yet.
@@ -48,6 +50,11 @@ func newTelemetry(spec *Spec, sessionID, clockDomain string) (*telemetry, error)
 		}
 		t.scraper = s
 	}
+	tw, err := newTraceWindows(spec, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	t.traces = tw
 	if spec.Spans != nil {
 		t.intake = &spanIntake{sessionID: sessionID, runID: spec.Workload.RunID}
 		t.feedRecords, t.detach = spec.Spans.Attach(spec.Workload.RunID, t.intake)
@@ -90,6 +97,7 @@ func (t *telemetry) startSpans(ctx context.Context, sink artifact.Sink, sessionI
 	if t.intake != nil {
 		t.intake.open(sink)
 	}
+	t.traces.start(sink)
 	if rs := t.spec.Receiver; rs != nil {
 		t.recv = receiver.New(receiver.Options{SessionID: sessionID, RunID: runID, Sink: sink})
 		if err := t.recv.Listen(ctx, rs.HTTPListen, rs.GRPCListen); err != nil {
@@ -102,19 +110,19 @@ func (t *telemetry) startSpans(ctx context.Context, sink artifact.Sink, sessionI
 	}
 }
 
-// hooks puts the scraper's phase hooks on h.
+// hooks puts the scraper's and the trace windows' phase hooks on h.
 func (t *telemetry) hooks(h *loadgen.Hooks) {
-	if t.sampler == nil {
-		return
+	if t.sampler != nil {
+		h.PhaseStart = t.sampler.PhaseStart
+		h.PhaseEnd = t.sampler.PhaseEnd
 	}
-	h.PhaseStart = t.sampler.PhaseStart
-	h.PhaseEnd = t.sampler.PhaseEnd
+	t.traces.hooks(h)
 }
 
-// finish stops the sampler, keeps receiving spans for the drain (skipped once ctx has
+// finish ends a trace window still open, stops the sampler, keeps receiving spans for the drain (skipped once ctx has
 // ended), stops the span intake, and writes each component's infer.capabilities record.
 func (t *telemetry) finish(ctx context.Context, sink artifact.Sink, header artifact.Context) error {
-	var errs []error
+	errs := []error{t.traces.finish(ctx)}
 	if t.sampler != nil {
 		t.sampler.Close()
 		errs = append(errs, t.sampler.WriteErr(), writeCapabilities(sink, t.scraper.Capabilities(header, t.sampler.Tally())))

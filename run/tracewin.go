@@ -1,0 +1,82 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/loadgen"
+	"github.com/inferprobe/inferprobe/trace"
+)
+
+// traceWindows are a run's profiler trace windows (Spec.Trace): the controller on the load
+// generator's phase hooks, writing its infer.trace_window records to the run's fan-out.
+type traceWindows struct {
+	ctrl *trace.Controller
+	sink artifact.Sink // the fan-out, from start on
+}
+
+// newTraceWindows checks spec.Trace and prepares its controller (nil without Spec.Trace);
+// nothing is sent yet.
+func newTraceWindows(spec *Spec, sessionID string) (*traceWindows, error) {
+	if spec.Trace == nil {
+		return nil, nil
+	}
+	tw := &traceWindows{}
+	o := *spec.Trace
+	o.SessionID, o.RunID = sessionID, spec.Workload.RunID
+	o.Sink = artifact.SinkFunc(func(rec artifact.Record) error {
+		if tw.sink == nil {
+			return errors.New("trace window before the run started")
+		}
+		return tw.sink.Write(rec)
+	})
+	if o.Warn == nil {
+		o.Warn = spec.Warn
+	}
+	c, err := trace.New(o)
+	if err != nil {
+		return nil, fmt.Errorf("trace windows: %w", err)
+	}
+	tw.ctrl = c
+	return tw, nil
+}
+
+// start directs the records to sink; it is called before the load generator runs.
+func (tw *traceWindows) start(sink artifact.Sink) {
+	if tw != nil {
+		tw.sink = sink
+	}
+}
+
+// hooks puts the windows on h's phase hooks: the window opens after h's PhaseStart (the
+// scrape before the phase) and closes before its PhaseEnd (the scrape after the drain).
+func (tw *traceWindows) hooks(h *loadgen.Hooks) {
+	if tw == nil {
+		return
+	}
+	start, end := h.PhaseStart, h.PhaseEnd
+	h.PhaseStart = func(ctx context.Context, caseID, phase string) {
+		if start != nil {
+			start(ctx, caseID, phase)
+		}
+		tw.ctrl.PhaseStart(ctx, caseID, phase)
+	}
+	h.PhaseEnd = func(ctx context.Context, caseID, phase string) {
+		tw.ctrl.PhaseEnd(ctx, caseID, phase)
+		if end != nil {
+			end(ctx, caseID, phase)
+		}
+	}
+}
+
+// finish ends a window still open (stop_reason cancelled: the load generator skips PhaseEnd
+// once the run's context has ended) and returns the first record write error.
+func (tw *traceWindows) finish(ctx context.Context) error {
+	if tw == nil {
+		return nil
+	}
+	tw.ctrl.Close(ctx)
+	return tw.ctrl.WriteErr()
+}
