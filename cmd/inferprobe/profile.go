@@ -40,6 +40,7 @@ type profileFlags struct {
 	slo                                                []string
 	sloFile                                            string
 	telemetry                                          telemetryFlags
+	trace                                              traceFlags
 	systemSampler                                      string
 	sampleInterval                                     float64
 }
@@ -121,6 +122,9 @@ func (pf *profileFlags) spec(cmd *cobra.Command, cfg *loadgen.Config, tok prompt
 	if err := pf.telemetry.apply(&spec); err != nil {
 		return run.Spec{}, err
 	}
+	if spec.Trace, err = pf.trace.options(cmd, cfg); err != nil {
+		return run.Spec{}, err
+	}
 	return spec, nil
 }
 
@@ -172,6 +176,7 @@ func (pf *profileFlags) register(cmd *cobra.Command) {
 	f.StringVar(&pf.systemSampler, "system-sampler", collect.SamplerAuto, "client-local samples (infer.system_sample): auto (NVML device 0 when available, and this process's RSS), psutil (RSS only), nvidia-smi, or none")
 	f.Float64Var(&pf.sampleInterval, "sample-interval", 1, "seconds between client-local samples")
 	pf.telemetry.register(cmd)
+	pf.trace.register(cmd)
 }
 
 // policy parses --slo / --slo-file: both → exit 2, a bad --slo → exit 2, a bad file → exit 5.

@@ -131,6 +131,9 @@ func (sf *searchFlags) prober(cmd *cobra.Command) (*capacity.RunProber, capacity
 	if err != nil {
 		return nil, capacity.Options{}, err
 	}
+	if spec.Trace != nil {
+		return nil, capacity.Options{}, usageErrorf("--trace opens trace windows in profile runs only, not in a search's probes")
+	}
 	for _, t := range tests {
 		if strings.HasPrefix(t.Key, "server.") && spec.Receiver == nil {
 			return nil, capacity.Options{}, usageErrorf("criterion %s needs vLLM's spans: give --vllm-spans-listen", t.Key)
