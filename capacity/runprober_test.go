@@ -85,7 +85,8 @@ func TestSearchInterrupted(t *testing.T) {
 	defer cancel()
 	p := &cancelProber{fake: fake{truth: smooth(50), threshold: 200, sigma: 0.1}, cancel: cancel}
 	res, err := Search(ctx, p, Options{Over: artifact.OverRate, Min: 1, Max: 100, Tests: e2eTests})
-	if !errors.Is(err, context.Canceled) || res.Status != artifact.SearchInterrupted || len(res.Probes) != 3 || val(res.Capacity) != 2 {
+	if !errors.Is(err, context.Canceled) || res.Status != artifact.SearchInterrupted || len(res.Probes) != 3 || val(res.Capacity) != 2 ||
+		res.Probes[2].Reason != "the search was interrupted while this probe ran" {
 		t.Fatalf("err %v result %+v", err, res)
 	}
 }

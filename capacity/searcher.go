@@ -198,6 +198,9 @@ func (s *searcher) probe(ctx context.Context, x float64) (artifact.SearchProbe, 
 		if err != nil {
 			p.Decision = artifact.DecisionUndecided
 			p.Reason = err.Error()
+			if ctx.Err() != nil {
+				p.Reason = "the search was interrupted while this probe ran"
+			}
 			s.record(p)
 			return p, err
 		}

@@ -145,6 +145,8 @@ func loadSchedule(key string, p ProbeFile, targets map[string]*Target, slos map[
 		if err := everyRange.CheckDuration(pr.Every); err != nil {
 			return nil, cfgErr(key+".every", "%v", err)
 		}
+	case !p.Continuous && p.Kind == KindSearch:
+		return nil, cfgErr(key, "a schedule is required: every: DURATION (a search probe cannot be continuous)")
 	case !p.Continuous:
 		return nil, cfgErr(key, "a schedule is required: every: DURATION, or continuous: true")
 	}

@@ -46,7 +46,8 @@ func loadSearch(key string, p ProbeFile, pr *Probe, wkey string, node *yaml.Node
 		return nil, cfgErr(key+".continuous", "a search probe runs on a schedule: give every")
 	}
 	if pr.SLO == nil {
-		return nil, cfgErr(key+".slo", "a search probe needs an slo: the search finds the largest load that meets it")
+		// Keyed by the probe, whose line the file has (the slo key is missing).
+		return nil, cfgErr(key, "a search probe needs an slo: the search finds the largest load that meets it")
 	}
 	for _, k := range searchWorkloadKeys {
 		if n := mappingKey(node, k); n != nil {

@@ -99,7 +99,8 @@ func TestSearchProbeErrors(t *testing.T) {
 		{"workload duration", replace(searchYAML, "requests: 30\n", "duration: 30\n"), "config: probes[1].workload.duration: is set by the search (over, min and max; each probe's size) (line 33)"},
 		{"arrival with concurrency", replace(searchYAML, "over: rate", "over: concurrency", "max: 40.5", "max: 40"), "config: probes[1].workload.arrival: a search takes poisson or fixed-rate with over: rate only (line 35)"},
 		{"workload invalid at the first probe", replace(searchYAML, "warmup-requests: 1", "warmup-requests: -1"), "config: probes[1].workload.warmup-requests: probe 1 at 2: --warmup-requests must be ≥ 0 (line 34)"},
-		{"no slo", replace(searchYAML, "    slo: chat\n    every: 24h", "    every: 24h"), "config: probes[1].slo: a search probe needs an slo: the search finds the largest load that meets it"},
+		{"no slo", replace(searchYAML, "    slo: chat\n    every: 24h", "    every: 24h"), "config: probes[1]: a search probe needs an slo: the search finds the largest load that meets it (line 17)"},
+		{"no schedule", replace(searchYAML, "    every: 24h\n", ""), "config: probes[1]: a schedule is required: every: DURATION (a search probe cannot be continuous) (line 17)"},
 		{"continuous", replace(searchYAML, "every: 24h", "continuous: true"), "config: probes[1].continuous: a search probe runs on a schedule: give every (line 21)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -202,7 +202,7 @@ func (l *probeLoop) runOne() bool {
 	}
 	res, ok := execute(p, cfg)
 	if res.Err != nil {
-		d.log.Warn("probe run ended with an error", "probe", p.Name, "run_id", res.RunID, "outcome", res.Outcome, "err", res.Err)
+		d.log.Warn("probe run ended with an error", "probe", p.Name, "run_id", res.RunID, "outcome", res.Outcome, "artifact", res.Path, "err", res.Err)
 	} else {
 		d.log.Info("probe run finished", "probe", p.Name, "run_id", res.RunID, "outcome", res.Outcome, "artifact", res.Path)
 	}
