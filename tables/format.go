@@ -19,13 +19,8 @@ import (
 // at-least-two-digit exponent (1e-05, 1.5e+16). NaN is "" (an empty cell), ±Inf are "inf" and
 // "-inf", and negative zero keeps its sign ("-0.0").
 func Repr(x float64) string {
-	switch {
-	case math.IsNaN(x):
-		return ""
-	case math.IsInf(x, 1):
-		return "inf"
-	case math.IsInf(x, -1):
-		return "-inf"
+	if s, ok := nonFinite(x); ok {
+		return s
 	}
 	sci := strconv.FormatFloat(x, 'e', -1, 64) // [-]d[.ddd]e±XX
 	mant, expText, _ := strings.Cut(sci, "e")
@@ -54,13 +49,8 @@ func Repr(x float64) string {
 // Fixed4 formats x as Python's "%.4f" (pandas' float_format="%.4f"): four decimals of the
 // correctly rounded binary value. NaN is "" (an empty cell), ±Inf are "inf" and "-inf".
 func Fixed4(x float64) string {
-	switch {
-	case math.IsNaN(x):
-		return ""
-	case math.IsInf(x, 1):
-		return "inf"
-	case math.IsInf(x, -1):
-		return "-inf"
+	if s, ok := nonFinite(x); ok {
+		return s
 	}
 	return strconv.FormatFloat(x, 'f', 4, 64)
 }
@@ -102,4 +92,18 @@ func Downsample(n, max int) []int {
 	}
 	idx[max-1] = n - 1
 	return idx
+}
+
+// nonFinite is how pandas writes a value that is not finite: NaN as "" (an empty cell), ±Inf
+// as "inf" and "-inf"; ok is false for a finite x.
+func nonFinite(x float64) (s string, ok bool) {
+	switch {
+	case math.IsNaN(x):
+		return "", true
+	case math.IsInf(x, 1):
+		return "inf", true
+	case math.IsInf(x, -1):
+		return "-inf", true
+	}
+	return "", false
 }
