@@ -86,7 +86,7 @@ func TestCollectServerBesideProfile(t *testing.T) {
 	dir := t.TempDir()
 	tel := filepath.Join(dir, "server.jsonl")
 	before := rssOf(t, simCmd.Process.Pid)
-	coll := cliChild(t, "collect-server", "--run-id", "e2e-run", "--pid", strconv.Itoa(simCmd.Process.Pid), "--output", tel, "--no-gpu", "--interval", "0.05")
+	coll := cliChild(t, "collect-server", "--run-id", "e2e-run", "--pid", strconv.Itoa(simCmd.Process.Pid), "--output", tel, "--no-gpu", "--interval", "0.2")
 	waitForSampleAfter(t, tel, time.Now().UnixNano()) // the collector runs before profile starts
 	out := filepath.Join(dir, "a.jsonl")
 	if code := runQuiet("profile", "--base-url", base+"/v1", "--model", sim.DefaultConfig().Model, "--output", out, "--run-id", "e2e-run",
@@ -94,7 +94,9 @@ func TestCollectServerBesideProfile(t *testing.T) {
 		t.Fatalf("profile exit %d", code)
 	}
 	after := rssOf(t, simCmd.Process.Pid)
-	// A sample after the run's end, so every case window is covered to its end.
+	// A sample after the run's end, so every case window is covered to its end. The
+	// interval (200 ms) is what a late sample may lag the window start by: a shorter one
+	// failed under load (collector_started_after_window_start).
 	waitForSampleAfter(t, tel, time.Now().UnixNano()+int64(100*time.Millisecond))
 	_ = coll.Process.Signal(syscall.SIGTERM)
 	if err := coll.Wait(); err != nil {
