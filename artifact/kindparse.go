@@ -136,6 +136,10 @@ func eventTypeString(b []byte) string {
 		return EventVLLMSpan
 	case EventTelemetrySample:
 		return EventTelemetrySample
+	case EventActivityRef:
+		return EventActivityRef
+	case EventIteration:
+		return EventIteration
 	}
 	return string(b)
 }

@@ -50,6 +50,10 @@ func decodeLine(text []byte) (Line, *LineError) {
 		rec.Value, err = decodeAs[ClockAlignment](text)
 	case KindTelemetrySample:
 		rec.Value, err = decodeAs[TelemetrySample](text)
+	case KindIteration:
+		rec.Value, err = decodeAs[Iteration](text)
+	case KindActivityRef:
+		rec.Value, err = decodeAs[ActivityRef](text)
 	default:
 		if err := syntaxError(text); err != nil {
 			return Line{}, &LineError{Err: err}

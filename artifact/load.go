@@ -29,6 +29,10 @@ type Artifact struct {
 	ClockAlignments []ClockAlignment
 	// TelemetrySamples holds every infer.telemetry_sample v1 record.
 	TelemetrySamples []TelemetrySample
+	// Iterations holds every infer.iteration v2 record (engine steps imported from
+	// profiler traces), ActivityRefs every infer.activity_ref v3 record.
+	Iterations   []Iteration
+	ActivityRefs []ActivityRef
 	// Others holds every record kept as *Raw (infer.request v2, vLLM scrapes
 	// and spans, unknown kinds) and any infer.artifact or
 	// infer.workload after the first.
@@ -148,6 +152,10 @@ func (a *Artifact) add(rec Line, in interner) {
 		a.ClockAlignments = append(a.ClockAlignments, *v)
 	case *TelemetrySample:
 		a.TelemetrySamples = append(a.TelemetrySamples, *v)
+	case *Iteration:
+		a.Iterations = append(a.Iterations, *v)
+	case *ActivityRef:
+		a.ActivityRefs = append(a.ActivityRefs, *v)
 	case *Raw:
 		a.Others = append(a.Others, *v)
 	}

@@ -73,7 +73,28 @@ func NewWriter(path string) (*Writer, error) {
 			return nil, fmt.Errorf("artifact: creating %s: %w", dir, err)
 		}
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	return openWriter(path, os.O_WRONLY|os.O_CREATE, true)
+}
+
+// OpenAppend opens the existing artifact at path for appending (records written go after
+// its last line), with the same exclusive lock as NewWriter. It fails, writing nothing,
+// when the file is missing or unreadable, when another Writer holds the lock (an error
+// wrapping ErrLocked), or when the file does not end with a newline (its last line was
+// cut: a line appended to it would be glued to the cut one).
+func OpenAppend(path string) (*Writer, error) {
+	w, err := openWriter(path, os.O_RDWR|os.O_APPEND, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.checkLineEnd(); err != nil {
+		_ = w.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+func openWriter(path string, flag int, truncate bool) (*Writer, error) {
+	f, err := os.OpenFile(path, flag, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("artifact: opening %s: %w", path, err)
 	}
@@ -84,9 +105,11 @@ func NewWriter(path string) (*Writer, error) {
 		}
 		return nil, fmt.Errorf("artifact: locking %s: %w", path, err)
 	}
-	if err := f.Truncate(0); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("artifact: truncating %s: %w", path, err)
+	if truncate {
+		if err := f.Truncate(0); err != nil {
+			_ = f.Close()
+			return nil, fmt.Errorf("artifact: truncating %s: %w", path, err)
+		}
 	}
 	w := &Writer{
 		path:  path,
@@ -96,6 +119,26 @@ func NewWriter(path string) (*Writer, error) {
 	}
 	go w.run()
 	return w, nil
+}
+
+// checkLineEnd reports an error when the file is not empty and its last byte is not a
+// newline. It runs before any Write, while the owner goroutine is idle.
+func (w *Writer) checkLineEnd() error {
+	st, err := w.f.Stat()
+	if err != nil {
+		return fmt.Errorf("artifact: %s: %w", w.path, err)
+	}
+	if st.Size() == 0 {
+		return nil
+	}
+	last := make([]byte, 1)
+	if _, err := w.f.ReadAt(last, st.Size()-1); err != nil {
+		return fmt.Errorf("artifact: reading %s: %w", w.path, err)
+	}
+	if last[0] != '\n' {
+		return fmt.Errorf("%w: %s ends in a cut line (no newline after its last record); nothing appended", ErrInvalidArtifact, w.path)
+	}
+	return nil
 }
 
 // Path returns the artifact's path as given to NewWriter.
