@@ -56,3 +56,32 @@ func phaseHealth(t *testing.T, path string) map[string]any {
 	t.Fatalf("no measured phase window with client_health in %s", path)
 	return nil
 }
+
+func TestCalibrateFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--start-rate", "0"}, "--start-rate must be"},
+		{[]string{"--start-rate", "100", "--max-rate", "50"}, "--max-rate 50 is below --start-rate 100"},
+		{[]string{"--step-seconds", "0.01"}, "--step-seconds must be"},
+		{[]string{"--gap-ms", "0.5"}, "--gap-ms must be"},
+		{[]string{"--output-tokens", "0"}, "--output-tokens must be"},
+		{[]string{"--max-in-flight", "0"}, "--max-in-flight must be at least 1"},
+		{[]string{"extra"}, "unknown command"},
+	} {
+		code, _, stderr := runCLI(t, append([]string{"calibrate"}, c.args...)...)
+		if code != exitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q", c.args, code, stderr)
+		}
+	}
+}
+
+// One short step: a line for it and the envelope (clean or not, as this host allows).
+func TestCalibrateRuns(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "calibrate", "--start-rate", "40", "--max-rate", "40", "--step-seconds", "0.3", "--refine", "0")
+	if !strings.Contains(stdout, "      40 req/s: ") || !strings.Contains(stdout, "Envelope: ") ||
+		(code == exitOK) != strings.Contains(stdout, "Envelope: 40 req/s") || (code != exitOK && code != exitFindings) {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}
