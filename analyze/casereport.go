@@ -55,6 +55,7 @@ type CaseReport struct {
 	Cache              Cache               `json:"cache"`
 	Memory             Memory              `json:"memory"`
 	Client             ClientAudit         `json:"client"`
+	GPU                GPU                 `json:"gpu"`
 	SLO                *Evaluation         `json:"slo,omitempty"`
 }
 

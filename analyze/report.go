@@ -18,8 +18,8 @@ import (
 // cases.*.request_count (which counted successes) to successful_requests and
 // arrivals.offered_rate_per_second to intended_arrival_rate_per_second, and adds case_order,
 // summary.failure_reasons_omitted, summary.failed_requests_omitted and summary.session_closed.
-// Version 4 adds each case's client block (the self-audit: ClientAudit) and the report's
-// client_limited and client_limited_cases.
+// Version 4 adds each case's client block (the self-audit: ClientAudit) and gpu block (GPU),
+// and the report's client_limited and client_limited_cases.
 const AnalysisVersion = 4
 
 // Policy sources recorded in the report's slo block and each evaluation.
@@ -210,12 +210,14 @@ func AnalyzeInput(ctx context.Context, in *Input, opts Options) (*Report, error)
 	samples := systemSamples(a.Others)
 	withSpans := opts.Server != nil && len(opts.Server.Spans) > 0
 	rep.CaseOrder = caseOrder(a.Workload, ids)
+	gpu := gpuInputOf(a, rule)
 	for _, id := range rep.CaseOrder {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		c := caseInput(in, id, windows[id], opts)
 		rep.Cases[id] = caseReport(c, rule, policy, source, caches[id], samples, withSpans)
+		rep.Cases[id].GPU = caseGPU(gpu, rep.Cases[id])
 		if rep.Cases[id].Client.ClientLimited {
 			rep.ClientLimitedCases = append(rep.ClientLimitedCases, id)
 		}

@@ -227,6 +227,9 @@ func caseLines(id string, c *CaseReport) []string {
 		lines = append(lines, line)
 	}
 	lines = append(lines, clientLines(c.Client)...)
+	if line := gpuLine(c.GPU); line != "" {
+		lines = append(lines, line)
+	}
 	if cov := c.Memory.ServerCoverage; cov.Status != "not_joined" {
 		line := "  server coverage: " + cov.Status
 		if cov.Reason != nil {
