@@ -216,9 +216,15 @@ type blocks[T any] struct {
 	n int
 }
 
+// The first block starts small and grows by append (a small trace stays small); later
+// blocks are allocated whole.
 func (c *blocks[T]) add(v T) {
 	if c.n&(1<<blockShift-1) == 0 {
-		c.b = append(c.b, make([]T, 0, 1<<blockShift))
+		size := 1 << blockShift
+		if c.n == 0 {
+			size = 64
+		}
+		c.b = append(c.b, make([]T, 0, size))
 	}
 	last := &c.b[len(c.b)-1]
 	*last = append(*last, v)

@@ -36,10 +36,15 @@ type stream struct {
 	maxValue int
 }
 
-const readChunk = 1 << 20
+// The buffer starts at 64 KiB (a small trace stays small) and doubles on each read up to
+// 2 MiB; beyond that it grows only for a value that does not fit.
+const (
+	firstBuffer = 64 << 10
+	readBuffer  = 2 << 20
+)
 
 func newStream(r io.Reader, maxValue int) *stream {
-	return &stream{r: r, buf: make([]byte, 2*readChunk), maxValue: maxValue}
+	return &stream{r: r, buf: make([]byte, firstBuffer), maxValue: maxValue}
 }
 
 // offset returns the stream offset of the unread byte at buf[i].
@@ -57,11 +62,11 @@ func (s *stream) fill() (bool, error) {
 		s.base += int64(s.pos)
 		s.pos, s.end = 0, n
 	}
-	if len(s.buf)-s.end < readChunk {
-		if s.end >= s.maxValue {
+	if free := len(s.buf) - s.end; free < len(s.buf)/2 || len(s.buf) < readBuffer {
+		if s.end >= s.maxValue && free < len(s.buf)/2 {
 			return false, fmt.Errorf("a value longer than %d bytes", s.maxValue)
 		}
-		nb := make([]byte, min(2*len(s.buf), s.maxValue+readChunk))
+		nb := make([]byte, 2*len(s.buf))
 		copy(nb, s.buf[:s.end])
 		s.buf = nb
 	}
