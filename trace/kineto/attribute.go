@@ -1,0 +1,220 @@
+package kineto
+
+import (
+	"cmp"
+	"slices"
+	"sort"
+)
+
+// How an activity was tied to its launch (activity.scope).
+const (
+	scopeNone uint8 = iota
+	scopeFlow
+	scopeCorrelation
+)
+
+var scopeNames = [...]string{"none", "ac2g_flow", "correlation"}
+
+// step is one iteration: its host range (or, for a trace with GPU ranges only, its GPU
+// range), the paired GPU range, and the thread its launches must come from.
+type step struct {
+	host    annotation
+	gpu     *annotation
+	hostCPU bool // host is a CPU range (launches are matched against it)
+}
+
+// link ties every activity to its CPU launch: through its ac2g flow (the flow end bound
+// to the activity's position, the flow start of the same id bound to the launch's
+// position), else through args.correlation. It fills activity.launch and activity.scope.
+func (c *collector) link() {
+	byKey := c.sortedLaunchesByKey()
+	byCorr := make([]int32, 0, c.launches.len())
+	for i := range int32(c.launches.len()) {
+		if c.launches.at(i).flags&flagCorr != 0 {
+			byCorr = append(byCorr, i)
+		}
+	}
+	slices.SortFunc(byCorr, func(a, b int32) int { return cmp.Compare(c.launches.at(a).corr, c.launches.at(b).corr) })
+	ends := sortedFlows(&c.flowEnds, false)
+	starts := sortedFlows(&c.flowStarts, true)
+	for i := range int32(c.acts.len()) {
+		a := c.acts.at(i)
+		if li := c.viaFlow(a, ends, starts, byKey); li >= 0 {
+			a.launch, a.scope = li, scopeFlow
+			continue
+		}
+		if a.flags&flagCorr == 0 {
+			continue
+		}
+		j := sort.Search(len(byCorr), func(k int) bool { return c.launches.at(byCorr[k]).corr >= a.corr })
+		if j < len(byCorr) && c.launches.at(byCorr[j]).corr == a.corr {
+			a.launch, a.scope = byCorr[j], scopeCorrelation
+		}
+	}
+}
+
+// viaFlow follows an activity's ac2g flow to its launch, or returns -1.
+func (c *collector) viaFlow(a *activity, ends, starts []flow, byKey []int32) int32 {
+	if len(ends) == 0 {
+		return -1
+	}
+	k := posKey(a.pid, a.tid, a.start)
+	j := sort.Search(len(ends), func(x int) bool { return ends[x].key >= k })
+	if j == len(ends) || ends[j].key != k {
+		return -1
+	}
+	id := ends[j].id
+	s := sort.Search(len(starts), func(x int) bool { return starts[x].id >= id })
+	if s == len(starts) || starts[s].id != id {
+		return -1
+	}
+	lk := starts[s].key
+	l := sort.Search(len(byKey), func(x int) bool { return c.launchKey(byKey[x]) >= lk })
+	if l < len(byKey) && c.launchKey(byKey[l]) == lk {
+		return byKey[l]
+	}
+	return -1
+}
+
+func (c *collector) launchKey(i int32) uint64 {
+	l := c.launches.at(i)
+	return posKey(l.pid, l.tid, l.ts)
+}
+
+func (c *collector) sortedLaunchesByKey() []int32 {
+	idx := make([]int32, c.launches.len())
+	keys := make([]uint64, len(idx))
+	for i := range idx {
+		idx[i] = int32(i)
+		keys[i] = c.launchKey(int32(i))
+	}
+	sort.Sort(keyOrder{idx, keys})
+	return idx
+}
+
+// keyOrder sorts launch indices by their precomputed keys.
+type keyOrder struct {
+	idx  []int32
+	keys []uint64
+}
+
+func (o keyOrder) Len() int           { return len(o.idx) }
+func (o keyOrder) Less(i, j int) bool { return o.keys[o.idx[i]] < o.keys[o.idx[j]] }
+func (o keyOrder) Swap(i, j int)      { o.idx[i], o.idx[j] = o.idx[j], o.idx[i] }
+
+// sortedFlows copies the flow ends out of b, sorted by id (byID) or by position key.
+func sortedFlows(b *blocks[flow], byID bool) []flow {
+	out := make([]flow, 0, b.len())
+	for _, blk := range b.b {
+		out = append(out, blk...)
+	}
+	if byID {
+		slices.SortFunc(out, func(x, y flow) int { return cmp.Compare(x.id, y.id) })
+	} else {
+		slices.SortFunc(out, func(x, y flow) int { return cmp.Compare(x.key, y.key) })
+	}
+	return out
+}
+
+// buildSteps orders the iteration ranges into steps: the CPU ranges by start (each paired
+// with the first unpaired GPU range of the same name that starts at or after it), or, in
+// a trace with GPU ranges only, the GPU ranges.
+func (c *collector) buildSteps() []step {
+	byStart := func(a, b annotation) int {
+		return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.end, b.end))
+	}
+	slices.SortStableFunc(c.cpuRanges, byStart)
+	slices.SortStableFunc(c.gpuRanges, byStart)
+	steps := make([]step, 0, max(len(c.cpuRanges), len(c.gpuRanges)))
+	if len(c.cpuRanges) == 0 {
+		for i := range c.gpuRanges {
+			steps = append(steps, step{host: c.gpuRanges[i], gpu: &c.gpuRanges[i]})
+		}
+		return steps
+	}
+	queues := map[string][]int{}
+	for i, g := range c.gpuRanges {
+		queues[g.step.name] = append(queues[g.step.name], i)
+	}
+	for _, r := range c.cpuRanges {
+		st := step{host: r, hostCPU: true}
+		q := queues[r.step.name]
+		for len(q) > 0 && c.gpuRanges[q[0]].start < r.start {
+			q = q[1:] // a GPU range before its CPU range cannot be its pair
+		}
+		if len(q) > 0 {
+			st.gpu = &c.gpuRanges[q[0]]
+			q = q[1:]
+		}
+		queues[r.step.name] = q
+		steps = append(steps, st)
+	}
+	return steps
+}
+
+// thread is the host ranges of one (pid, tid), sorted by start, with the running maximum
+// of their ends (to find every range holding a time).
+type thread struct {
+	idx    []int32 // step indices
+	maxEnd []int64
+}
+
+// assignSteps gives every launch its step: the one host range of its thread that holds
+// its start time, stepOutside when none does, stepAmbiguous when several do.
+func (c *collector) assignSteps(steps []step) {
+	threads := map[[2]int64]*thread{}
+	for i, s := range steps {
+		if !s.hostCPU {
+			continue
+		}
+		k := [2]int64{s.host.pid, s.host.tid}
+		t := threads[k]
+		if t == nil {
+			t = &thread{}
+			threads[k] = t
+		}
+		end := s.host.end
+		if n := len(t.maxEnd); n > 0 {
+			end = max(end, t.maxEnd[n-1])
+		}
+		t.idx = append(t.idx, int32(i))
+		t.maxEnd = append(t.maxEnd, end)
+	}
+	for li := range int32(c.launches.len()) {
+		l := c.launches.at(li)
+		l.step = stepOutside
+		t := threads[[2]int64{l.pid, l.tid}]
+		if t == nil {
+			continue
+		}
+		j := sort.Search(len(t.idx), func(x int) bool { return steps[t.idx[x]].host.start > l.ts }) - 1
+		for ; j >= 0 && t.maxEnd[j] >= l.ts; j-- {
+			if steps[t.idx[j]].host.end < l.ts {
+				continue
+			}
+			if l.step != stepOutside {
+				l.step = stepAmbiguous
+				break
+			}
+			l.step = t.idx[j]
+		}
+	}
+}
+
+// gpuRangeStep returns the step whose GPU range holds activity a (on the range's device),
+// for traces with GPU ranges only; -1 when none or several do. GPU ranges of one device do
+// not nest, so only the last two ranges starting at or before a are looked at.
+func gpuRangeStep(steps []step, a *activity) int32 {
+	j := sort.Search(len(steps), func(x int) bool { return steps[x].host.start > a.start }) - 1
+	found := int32(-1)
+	for k := j; k >= 0 && k >= j-1; k-- {
+		h := steps[k].host
+		if a.start >= h.start && a.end <= h.end && h.pid == a.pid {
+			if found >= 0 {
+				return -1
+			}
+			found = int32(k)
+		}
+	}
+	return found
+}
