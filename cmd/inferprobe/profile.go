@@ -133,6 +133,9 @@ func (pf *profileFlags) spec(cmd *cobra.Command, cfg *loadgen.Config, tok prompt
 	if spec.Trace, err = pf.trace.options(cmd, cfg); err != nil {
 		return run.Spec{}, err
 	}
+	if spec.TraceImport, err = pf.trace.importOptions(cmd); err != nil {
+		return run.Spec{}, err
+	}
 	return spec, nil
 }
 

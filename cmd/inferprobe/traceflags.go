@@ -8,7 +8,9 @@ import (
 
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/loadgen"
+	"github.com/inferprobe/inferprobe/run"
 	"github.com/inferprobe/inferprobe/trace"
+	"github.com/inferprobe/inferprobe/trace/kineto"
 )
 
 // traceMaxSeconds is the range of --trace-max-seconds: above 0 s, at most 1 h.
@@ -24,6 +26,9 @@ type traceFlags struct {
 	phase      string
 	maxSeconds float64
 	controlURL string
+	maxBytes   int64
+	detail     string
+	noImport   bool
 }
 
 func (tf *traceFlags) register(cmd *cobra.Command) {
@@ -33,6 +38,30 @@ func (tf *traceFlags) register(cmd *cobra.Command) {
 	f.StringVar(&tf.phase, "trace-phase", loadgen.PhaseMeasured, "the phase profiled in each case: measured or warmup")
 	f.Float64Var(&tf.maxSeconds, "trace-max-seconds", 0, "end a window this many seconds after its start (the phase keeps running unprofiled); default: the phase's end")
 	f.StringVar(&tf.controlURL, "trace-control-url", "", "base URL of /start_profile and /stop_profile (default: the endpoint's origin)")
+	f.Int64Var(&tf.maxBytes, "trace-max-bytes", kineto.DefaultMaxBytes, "a worker trace larger than this (bytes on disk) is registered, not imported")
+	f.StringVar(&tf.detail, "trace-detail", kineto.DetailLaunch, "activity records of the import: launch (one per CPU launch, device and kind) or kernel (one per GPU activity)")
+	f.BoolVar(&tf.noImport, "trace-no-import", false, "list the windows' trace files without importing them at the end of the run")
+}
+
+// importOptions are the end-of-run trace import the flags describe (exit 2: a bad
+// --trace-max-bytes or --trace-detail, or one given without --trace).
+func (tf *traceFlags) importOptions(cmd *cobra.Command) (run.TraceImport, error) {
+	f := cmd.Flags()
+	if tf.kind == "" {
+		for _, name := range []string{"trace-max-bytes", "trace-detail", "trace-no-import"} {
+			if f.Changed(name) {
+				return run.TraceImport{}, usageErrorf("--%s needs --trace", name)
+			}
+		}
+		return run.TraceImport{}, nil
+	}
+	if tf.maxBytes < 1 {
+		return run.TraceImport{}, usageErrorf("--trace-max-bytes must be at least 1, not %d", tf.maxBytes)
+	}
+	if tf.detail != kineto.DetailLaunch && tf.detail != kineto.DetailKernel {
+		return run.TraceImport{}, usageErrorf("--trace-detail must be launch or kernel, not %q", tf.detail)
+	}
+	return run.TraceImport{Options: kineto.Options{Detail: tf.detail, MaxBytes: tf.maxBytes}, Skip: tf.noImport || tf.dir == ""}, nil
 }
 
 // options are the trace window options the flags describe for the validated workload cfg
