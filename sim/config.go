@@ -126,10 +126,12 @@ type Config struct {
 	// simulator's own true times in integer unix nanoseconds (see GroundTruth).
 	GroundTruthPath string
 	// ProfilerDir, when set, enables POST /start_profile and /stop_profile (404 without it,
-	// as a vLLM started without a profiler): each stop of a running profile writes one
-	// gzipped trace per engine there, rank<N>.<unix ns>.pt.trace.json.gz (a minimal Kineto
-	// document with no events), through a .tmp file renamed when complete. It must be an
-	// existing directory.
+	// as a vLLM started without a profiler). While a profile runs each engine records its
+	// steps (at most MaxProfiledSteps; later ones are counted as dropped); each stop of a
+	// running profile writes, per engine N, rank<N>.<unix ns>.pt.trace.json.gz (a Kineto
+	// trace of the steps, see KinetoTrace) and its ground truth rank<N>.<unix ns>.steps.jsonl
+	// (one StepTruth per line), each through a .tmp file renamed when complete. It must be
+	// an existing directory.
 	ProfilerDir string
 
 	// Faults injects failures; the zero value injects none.
@@ -179,9 +181,12 @@ type Faults struct {
 	RestartDowntime time.Duration
 	// ProfileStart is a POST /start_profile fault: "" none, ProfileStart500 or
 	// ProfileStartTimeout. ProfileStopNoFile makes POST /stop_profile answer 200 without
-	// writing a trace.
-	ProfileStart      string
-	ProfileStopNoFile bool
+	// writing a trace. ProfileTruncatedTrace cuts each trace's JSON at half its bytes (in
+	// the middle of an event) inside a complete, valid gzip stream; its ground truth stays
+	// whole.
+	ProfileStart          string
+	ProfileStopNoFile     bool
+	ProfileTruncatedTrace bool
 }
 
 // DefaultConfig returns the defaults documented on each Config field: TTFT of a few tens of
