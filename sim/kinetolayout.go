@@ -80,6 +80,8 @@ type stepLayout struct {
 	launches []cpuLaunch // in CPU order; correlations increase in that order
 	graph    bool        // the kernels share one cudaGraphLaunch
 	order    []int       // scratch: op indices by GPU start
+	early    []int       // scratch: ops launched before the GPU work
+	late     []int       // scratch: ops launched inside the long gap
 }
 
 // layoutGen lays out a window's steps in order: correlations continue from step to step,
@@ -197,7 +199,8 @@ func (g *layoutGen) launch(st Step, long int, win0 int64) {
 		l.order = append(l.order, i)
 	}
 	slices.SortStableFunc(l.order, func(a, b int) int { return cmpInt64(l.ops[a].start, l.ops[b].start) })
-	var early, late []int
+	early, late := l.early[:0], l.late[:0]
+	defer func() { l.early, l.late = early, late }()
 	for _, i := range l.order {
 		if !l.graph && l.ops[i].start >= gapEnd {
 			late = append(late, i)
