@@ -138,6 +138,31 @@ type stepCheck struct {
 	graphLaunches int
 	gpuAnn        int
 	stream7       [][2]int64
+	// per stream: intervals with their launch's start
+	perStream map[int64][][3]int64
+}
+
+// idleSplit sums, per stream, the gaps between consecutive intervals (sorted by start) as
+// host wait (the next one's launch began after the previous ended), kernel wait (under
+// 30 µs) or other.
+func (c *stepCheck) idleSplit() (host, kernel, other int64) {
+	for _, iv := range c.perStream {
+		iv = slices.Clone(iv)
+		slices.SortFunc(iv, func(a, b [3]int64) int { return cmpInt64(a[0], b[0]) })
+		for j := 1; j < len(iv); j++ {
+			gap := iv[j][0] - iv[j-1][1]
+			switch {
+			case gap <= 0:
+			case iv[j][2] > iv[j-1][1]:
+				host += gap
+			case gap < 30_000:
+				kernel += gap
+			default:
+				other += gap
+			}
+		}
+	}
+	return host, kernel, other
 }
 
 // TestKinetoTraceMatchesSteps writes a synthetic window and checks the document against
@@ -167,10 +192,19 @@ func TestKinetoTraceMatchesSteps(t *testing.T) {
 	graphs := 0
 	for i, st := range steps {
 		tr, c := truth[i], checks[i]
+		host, kernel, other := c.idleSplit()
+		lo, hi := c.intervals[0][0], c.intervals[0][1]
+		for _, iv := range c.intervals {
+			lo, hi = min(lo, iv[0]), max(hi, iv[1])
+		}
 		want := StepTruth{Step: i, Rank: 1, StartNs: st.StartNs, EndNs: st.EndNs,
 			ContextRequests: st.ContextRequests, ContextTokens: st.ContextTokens,
 			GenerationRequests: st.GenerationRequests, GenerationTokens: st.GenerationTokens,
-			GPUBusyNs: union(c.intervals), Kernels: c.kernels, MemcpyNs: c.memcpy, NCCLNs: c.nccl, GraphLaunches: c.graphLaunches}
+			GPUBusyNs: union(c.intervals), Kernels: c.kernels, MemcpyNs: c.memcpy, NCCLNs: c.nccl, GraphLaunches: c.graphLaunches,
+			GPUIdleNs: hi - lo - union(c.intervals), HostWaitNs: host, KernelWaitNs: kernel, OtherIdleNs: other}
+		if (tr.GraphLaunches == 1) == (host > 0) || kernel == 0 {
+			t.Fatalf("step %d: host wait %d under graph %d, kernel wait %d", i, host, tr.GraphLaunches, kernel)
+		}
 		if tr != want {
 			t.Fatalf("step %d truth\n got %+v\nwant %+v", i, tr, want)
 		}
@@ -282,6 +316,10 @@ func checkEvents(t *testing.T, d kDoc, steps []Step, base int64) []stepCheck {
 		}
 		c2 := &checks[i]
 		c2.intervals = append(c2.intervals, [2]int64{start, end})
+		if c2.perStream == nil {
+			c2.perStream = map[int64][][3]int64{}
+		}
+		c2.perStream[rawInt(t, e.Tid)] = append(c2.perStream[rawInt(t, e.Tid)], [3]int64{start, end, base + usNs(t, l.Ts)})
 		if rawInt(t, e.Tid) == 7 {
 			c2.stream7 = append(c2.stream7, [2]int64{start, end})
 		}

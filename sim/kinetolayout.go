@@ -293,5 +293,37 @@ func (l *stepLayout) truth(i, rank int, st Step) StepTruth {
 		ce = max(ce, op.end)
 	}
 	t.GPUBusyNs += ce - cs
+	first, last := l.ops[l.order[0]].start, int64(0)
+	for _, op := range l.ops {
+		last = max(last, op.end)
+	}
+	t.GPUIdleNs = last - first - t.GPUBusyNs
+	l.idleSplit(&t)
 	return t
+}
+
+// idleSplit adds to t the gaps between consecutive ops on each stream (l.order holds the
+// ops by start), classified by KernelWaitThresholdNs and the next op's launch.
+func (l *stepLayout) idleSplit(t *StepTruth) {
+	for _, stream := range [2]int{computeStream, sideStream} {
+		prev := -1
+		for _, i := range l.order {
+			if l.ops[i].stream != stream {
+				continue
+			}
+			if prev >= 0 {
+				p, c := l.ops[prev], l.ops[i]
+				switch gap := c.start - p.end; {
+				case gap <= 0:
+				case l.launches[c.launch].start > p.end:
+					t.HostWaitNs += gap
+				case gap < KernelWaitThresholdNs:
+					t.KernelWaitNs += gap
+				default:
+					t.OtherIdleNs += gap
+				}
+			}
+			prev = i
+		}
+	}
 }

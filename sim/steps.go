@@ -53,7 +53,23 @@ type StepTruth struct {
 	// GraphLaunches counts the step's cudaGraphLaunch calls (0 or 1): under one, every
 	// kernel of the step shares the launch's correlation.
 	GraphLaunches int `json:"graph_launches"`
+	// GPUIdleNs is the span of the step's GPU intervals (first start to last end, all
+	// streams) less GPUBusyNs.
+	GPUIdleNs int64 `json:"gpu_idle_ns"`
+	// HostWaitNs, KernelWaitNs and OtherIdleNs split the idle gaps between consecutive GPU
+	// intervals (kernels and the memcpy) of the step on each stream, summed over the
+	// streams, by Holistic Trace Analysis's rule: a gap is host wait when the next
+	// interval's runtime call started after the previous interval ended, else kernel wait
+	// when it is under 30 µs, else other. Their sum can exceed GPUIdleNs: a gap on one
+	// stream may be busy on the other.
+	HostWaitNs   int64 `json:"host_wait_ns"`
+	KernelWaitNs int64 `json:"kernel_wait_ns"`
+	OtherIdleNs  int64 `json:"other_idle_ns"`
 }
+
+// KernelWaitThresholdNs is the gap under which idle between two consecutive GPU intervals
+// on a stream is kernel wait (Holistic Trace Analysis's consecutive_kernel_delay, 30 µs).
+const KernelWaitThresholdNs = 30_000
 
 // MaxProfiledSteps bounds the steps one engine records in one profiling window; later steps
 // are counted as dropped (a WARNING in the trace) instead.
