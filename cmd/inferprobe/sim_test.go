@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/inferprobe/inferprobe/sim"
 )
 
@@ -36,5 +38,19 @@ func TestOnlySpanExport(t *testing.T) {
 		if got := onlySpanExport(c.err); got != c.want {
 			t.Errorf("onlySpanExport(%v) = %v, want %v", c.err, got, c.want)
 		}
+	}
+}
+
+// TestSimProfilerFlags: the profiler's flags reach the config.
+func TestSimProfilerFlags(t *testing.T) {
+	cfg, listen := sim.DefaultConfig(), ""
+	cmd := &cobra.Command{Use: "sim"}
+	addSimFlags(cmd, &cfg, &listen)
+	if err := cmd.ParseFlags([]string{"--profiler-dir", "/tmp", "--fault-profile-truncated-trace", "--fault-profile-stop-no-file", "--fault-profile-start", "500"}); err != nil {
+		t.Fatal(err)
+	}
+	f := cfg.Faults
+	if cfg.ProfilerDir != "/tmp" || !f.ProfileTruncatedTrace || !f.ProfileStopNoFile || f.ProfileStart != sim.ProfileStart500 {
+		t.Fatalf("config %+v", cfg)
 	}
 }
