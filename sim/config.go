@@ -181,12 +181,13 @@ type Faults struct {
 	RestartDowntime time.Duration
 	// ProfileStart is a POST /start_profile fault: "" none, ProfileStart500 or
 	// ProfileStartTimeout. ProfileStopNoFile makes POST /stop_profile answer 200 without
-	// writing a trace. ProfileTruncatedTrace cuts each trace's JSON at half its bytes (in
-	// the middle of an event) inside a complete, valid gzip stream; its ground truth stays
-	// whole.
+	// writing a trace. ProfileTruncatedTrace cuts each trace: TruncateJSON stops its JSON
+	// in the middle of an event past half its bytes, inside a complete, valid gzip stream;
+	// TruncateGzip cuts the gzip file itself at half its bytes (the gzip stream is then
+	// invalid too). Its ground truth stays whole.
 	ProfileStart          string
 	ProfileStopNoFile     bool
-	ProfileTruncatedTrace bool
+	ProfileTruncatedTrace string
 }
 
 // DefaultConfig returns the defaults documented on each Config field: TTFT of a few tens of
@@ -345,6 +346,11 @@ func (f *Faults) check(p *problems) {
 	}
 	if f.ProfileStart != "" && f.ProfileStart != ProfileStart500 && f.ProfileStart != ProfileStartTimeout {
 		p.add("fault-profile-start must be 500 or timeout, got %q", f.ProfileStart)
+	}
+	switch f.ProfileTruncatedTrace {
+	case "", TruncateJSON, TruncateGzip:
+	default:
+		p.add("fault-profile-truncated-trace must be %s or %s, got %q", TruncateJSON, TruncateGzip, f.ProfileTruncatedTrace)
 	}
 	if f.Stall > 0 && f.StallDuration == 0 {
 		p.add("fault-stall needs fault-stall-duration > 0")

@@ -10,6 +10,12 @@ import (
 	"sync"
 )
 
+// Truncated-trace faults (Faults.ProfileTruncatedTrace).
+const (
+	TruncateJSON = "json" // the JSON stops mid-event inside a valid gzip stream
+	TruncateGzip = "gzip" // the gzip file is cut at half its bytes
+)
+
 // Profile-start faults (Faults.ProfileStart).
 const (
 	ProfileStart500     = "500"     // POST /start_profile answers 500; nothing starts
@@ -114,15 +120,16 @@ func truthName(rank int, ts int64) string {
 // writeTrace writes tr's trace of steps into dir as traceName(tr.Rank, ts), gzipped, and
 // its ground truth as truthName(tr.Rank, ts), streaming both; each goes through NAME.tmp
 // renamed to NAME, the ground truth first, so a trace that appears always has its truth
-// beside it. With truncate the trace's JSON stops in the middle of the first event's ts
-// value past half its bytes (inside traceEvents), but the gzip stream around it is
-// complete and valid; the ground truth is still the whole window's.
-func writeTrace(dir string, tr KinetoTrace, ts int64, steps []Step, truncate bool) error {
+// beside it. With truncate TruncateJSON the trace's JSON stops in the middle of the first
+// event's ts value past half its bytes (inside traceEvents), but the gzip stream around it
+// is complete and valid; with TruncateGzip the gzip file stops at half its bytes. The
+// ground truth is the whole window's either way.
+func writeTrace(dir string, tr KinetoTrace, ts int64, steps []Step, truncate string) error {
 	final := filepath.Join(dir, traceName(tr.Rank, ts))
 	tr.Name = final
 	truthPath := filepath.Join(dir, truthName(tr.Rank, ts))
 	var cut int64 = -1
-	if truncate {
+	if truncate == TruncateJSON {
 		var n countWriter
 		if err := tr.Write(&n, StepsOf(steps), nil); err != nil {
 			return err
@@ -135,17 +142,30 @@ func writeTrace(dir string, tr KinetoTrace, ts int64, steps []Step, truncate boo
 	if err != nil {
 		return err
 	}
-	return writeRenamed(final, func(f io.Writer) error {
-		zw := gzip.NewWriter(f)
-		var w io.Writer = zw
-		if cut >= 0 {
-			w = &cutWriter{w: zw, limit: cut}
-		}
-		if err := tr.Write(w, StepsOf(steps), nil); err != nil {
+	if truncate == TruncateGzip {
+		var n countWriter
+		if err := writeGzip(&n, tr, steps, -1); err != nil {
 			return err
 		}
-		return zw.Close()
-	})
+		return writeRenamed(final, func(f io.Writer) error {
+			return writeGzip(&cutWriter{w: f, limit: int64(n) / 2, exact: true}, tr, steps, -1)
+		})
+	}
+	return writeRenamed(final, func(f io.Writer) error { return writeGzip(f, tr, steps, cut) })
+}
+
+// writeGzip writes tr's trace of steps gzipped to f; with cut ≥ 0 the JSON stops as
+// cutWriter stops it past cut bytes.
+func writeGzip(f io.Writer, tr KinetoTrace, steps []Step, cut int64) error {
+	zw := gzip.NewWriter(f)
+	var w io.Writer = zw
+	if cut >= 0 {
+		w = &cutWriter{w: zw, limit: cut}
+	}
+	if err := tr.Write(w, StepsOf(steps), nil); err != nil {
+		return err
+	}
+	return zw.Close()
 }
 
 // writeRenamed creates path+".tmp", lets write fill it, and renames it to path; on an
@@ -171,11 +191,12 @@ type countWriter int64
 
 func (c *countWriter) Write(p []byte) (int, error) { *c += countWriter(len(p)); return len(p), nil }
 
-// cutWriter passes bytes to w until limit, then until the next `"ts": ` and two more bytes
-// (the middle of an event), and drops the rest.
+// cutWriter passes bytes to w until limit, then (unless exact) until the next `"ts": `
+// and two more bytes (the middle of an event), and drops the rest.
 type cutWriter struct {
 	w       io.Writer
 	limit   int64
+	exact   bool // stop at limit
 	n       int64
 	matched int // bytes of cutMark matched past the limit; len(cutMark)+2 when cut
 }
@@ -183,6 +204,14 @@ type cutWriter struct {
 var cutMark = []byte(`"ts": `)
 
 func (c *cutWriter) Write(p []byte) (int, error) {
+	if c.exact {
+		k := int(min(max(c.limit-c.n, 0), int64(len(p))))
+		c.n += int64(k)
+		if _, err := c.w.Write(p[:k]); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
 	k := 0
 	for ; k < len(p) && c.matched < len(cutMark)+2; k++ {
 		if c.n+int64(k) < c.limit {

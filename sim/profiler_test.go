@@ -183,11 +183,41 @@ func TestProfilerRecordsTheEngineSteps(t *testing.T) {
 	}
 }
 
-// TestProfilerTruncatedTrace: the fault's trace is a complete gzip stream whose JSON stops
-// in the middle of an event's ts; its ground truth is whole.
+// TestProfilerTruncatedGzip: the gzip fault's trace is a gzip stream cut short (an
+// unexpected EOF past the gzip header), at about half the file; its ground truth is whole.
+func TestProfilerTruncatedGzip(t *testing.T) {
+	cfg := fastConfig()
+	cfg.Faults.ProfileTruncatedTrace = TruncateGzip
+	trace, truthPath, _ := profiledWindow(t, cfg, []int{10, 10}, []int{6, 6})
+	f, err := os.Open(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("the gzip header is cut: %v", err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != io.ErrUnexpectedEOF || !bytes.HasPrefix(bytes.TrimSpace(b), []byte(`{`)) {
+		t.Fatalf("read %d bytes, error %v", len(b), err)
+	}
+	tb, _ := os.ReadFile(truthPath)
+	if len(readTruth(t, tb)) == 0 {
+		t.Fatal("no ground truth")
+	}
+	bad := fastConfig()
+	bad.Faults.ProfileTruncatedTrace = "zip"
+	if err := bad.Validate(); err == nil {
+		t.Fatal("a bad fault-profile-truncated-trace validated")
+	}
+}
+
+// TestProfilerTruncatedTrace: the json fault's trace is a complete gzip stream whose JSON
+// stops in the middle of an event's ts; its ground truth is whole.
 func TestProfilerTruncatedTrace(t *testing.T) {
 	cfg := fastConfig()
-	cfg.Faults.ProfileTruncatedTrace = true
+	cfg.Faults.ProfileTruncatedTrace = TruncateJSON
 	trace, truthPath, _ := profiledWindow(t, cfg, []int{10, 10}, []int{6, 6})
 	b := readGz(t, trace)
 	var v any

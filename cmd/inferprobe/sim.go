@@ -81,7 +81,8 @@ func addSimFlags(cmd *cobra.Command, cfg *sim.Config, listen *string) {
 	f.DurationVar(&cfg.Faults.RestartDowntime, "fault-restart-downtime", 0, "after the restart, /health and chat answer 503 this long")
 	f.StringVar(&cfg.Faults.ProfileStart, "fault-profile-start", "", "POST /start_profile fault: 500, or timeout (the profile starts, the reply never comes)")
 	f.BoolVar(&cfg.Faults.ProfileStopNoFile, "fault-profile-stop-no-file", false, "POST /stop_profile answers 200 without writing a trace")
-	f.BoolVar(&cfg.Faults.ProfileTruncatedTrace, "fault-profile-truncated-trace", false, "each trace's JSON stops in the middle of an event (the gzip stream itself is valid); its .steps.jsonl stays whole")
+	f.StringVar(&cfg.Faults.ProfileTruncatedTrace, "fault-profile-truncated-trace", "", "cut each trace: json (alone: the JSON stops mid-event inside a valid gzip stream) or gzip (the .gz file stops at half its bytes); its .steps.jsonl stays whole")
+	f.Lookup("fault-profile-truncated-trace").NoOptDefVal = sim.TruncateJSON
 }
 
 // runSim serves cfg on listen until SIGINT or SIGTERM (or the command's context ends). An

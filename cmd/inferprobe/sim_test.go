@@ -17,6 +17,7 @@ func TestSimBadFlagsExitUsage(t *testing.T) {
 		{"sim", "--fault-reject-429", "1.5"},
 		{"sim", "--fault-stall", "0.5"}, // needs --fault-stall-duration
 		{"sim", "--reset-answer", "xml"},
+		{"sim", "--fault-profile-truncated-trace=zip"},
 		{"sim", "--no-such-flag"},
 		{"sim", "--listen", "256.0.0.1:1"},
 	} {
@@ -50,7 +51,10 @@ func TestSimProfilerFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := cfg.Faults
-	if cfg.ProfilerDir != "/tmp" || !f.ProfileTruncatedTrace || !f.ProfileStopNoFile || f.ProfileStart != sim.ProfileStart500 {
+	if cfg.ProfilerDir != "/tmp" || f.ProfileTruncatedTrace != sim.TruncateJSON || !f.ProfileStopNoFile || f.ProfileStart != sim.ProfileStart500 {
 		t.Fatalf("config %+v", cfg)
+	}
+	if err := cmd.ParseFlags([]string{"--fault-profile-truncated-trace=gzip"}); err != nil || cfg.Faults.ProfileTruncatedTrace != sim.TruncateGzip {
+		t.Fatalf("--fault-profile-truncated-trace=gzip: %v %q", err, cfg.Faults.ProfileTruncatedTrace)
 	}
 }
