@@ -282,11 +282,7 @@ func (e *engine) freeBlocks(s *seq) {
 // completed or that decoded emits one token. It returns the sequences that finished in a
 // counted way (for spans). A profiling window records the step. The caller holds e.mu.
 func (e *engine) complete(st step, t1 int64, finished []*seq) []*seq {
-	if e.rec.active {
-		e.rec.add(Step{StartNs: st.t0, EndNs: max(t1, st.t0),
-			ContextRequests: st.prefilling, ContextTokens: st.prefill,
-			GenerationRequests: st.decoding, GenerationTokens: st.decoding})
-	}
+	e.record(st, t1)
 	m := e.m
 	iterTokens, generated := 0, 0
 	anyDone := false
@@ -362,6 +358,15 @@ func (e *engine) complete(st step, t1 int64, finished []*seq) []*seq {
 	}
 	e.steps++
 	return finished
+}
+
+// record adds st, ended at t1, to an open profiling window. The caller holds e.mu.
+func (e *engine) record(st step, t1 int64) {
+	if e.rec.active {
+		e.rec.add(Step{StartNs: st.t0, EndNs: max(t1, st.t0),
+			ContextRequests: st.prefilling, ContextTokens: st.prefill,
+			GenerationRequests: st.decoding, GenerationTokens: st.decoding})
+	}
 }
 
 // registerBlocks caches the sequence's full prompt blocks once its prefill has computed them.

@@ -239,12 +239,18 @@ func gapsOf(iv [][2]int64) (short, long bool) {
 	return short, long
 }
 
+// seenEvents is what checkEvents gathered for the GPU checks.
+type seenEvents struct {
+	launches     map[int64]kEvent // by correlation
+	flowS, flowF map[int64]int    // flow starts and ends by id
+	gpu          []kEvent         // kernels and memcpys
+}
+
 // checkEvents checks every event and rebuilds the per-step figures from them.
 func checkEvents(t *testing.T, d kDoc, steps []Step, base int64) []stepCheck {
 	t.Helper()
-	launches := map[int64]kEvent{} // by correlation
-	flowS, flowF := map[int64]int{}, map[int64]int{}
-	var gpu []kEvent
+	seen := seenEvents{launches: map[int64]kEvent{}, flowS: map[int64]int{}, flowF: map[int64]int{}}
+	launches, flowS, flowF := seen.launches, seen.flowS, seen.flowF
 	annotations := 0
 	checks := make([]stepCheck, len(steps))
 	meta := map[string]int{}
@@ -280,7 +286,7 @@ func checkEvents(t *testing.T, d kDoc, steps []Step, base int64) []stepCheck {
 				checks[argInt(t, e, "External id")-1].graphLaunches++
 			}
 		case e.Cat == "kernel" || e.Cat == "gpu_memcpy":
-			gpu = append(gpu, e)
+			seen.gpu = append(seen.gpu, e)
 		case e.Cat == "gpu_user_annotation":
 			i := argInt(t, e, "External id") - 1
 			if e.Name != annotationName(steps[i]) {
@@ -295,8 +301,17 @@ func checkEvents(t *testing.T, d kDoc, steps []Step, base int64) []stepCheck {
 	if annotations != len(steps) || meta["process_name"] != 2 || meta["thread_name"] != 3 {
 		t.Fatalf("%d annotations, metadata %v", annotations, meta)
 	}
+	checkGPU(t, &seen, steps, checks, base)
+	return checks
+}
+
+// checkGPU checks every GPU op against its launch and flows and adds it to its step's
+// figures; then that every launch covers one op (a graph launch several).
+func checkGPU(t *testing.T, seen *seenEvents, steps []Step, checks []stepCheck, base int64) {
+	t.Helper()
+	launches, flowS, flowF := seen.launches, seen.flowS, seen.flowF
 	perCorr := map[int64]int{}
-	for _, e := range gpu {
+	for _, e := range seen.gpu {
 		c := argInt(t, e, "correlation")
 		perCorr[c]++
 		l, ok := launches[c]
@@ -346,7 +361,6 @@ func checkEvents(t *testing.T, d kDoc, steps []Step, base int64) []stepCheck {
 			t.Fatalf("%s %d covers %d ops", l.Name, c, perCorr[c])
 		}
 	}
-	return checks
 }
 
 // TestKinetoTraceDeterministic: the same steps and seed give the same bytes; another seed
