@@ -257,7 +257,7 @@ func gpuLine(g GPU) string {
 		line += fmt.Sprintf(" (host wait %s)", pct(g.IdleHostWaitShare))
 	}
 	if g.TokensPerStep.P50 != nil {
-		line += fmt.Sprintf("; %s tokens/step p50", num(g.TokensPerStep.P50))
+		line += fmt.Sprintf("; %.4g tokens/step p50", *g.TokensPerStep.P50)
 	}
 	return line + fmt.Sprintf("; %d context, %d generation, %d mixed steps; a step serves its whole batch", g.ContextSteps, g.GenerationSteps, g.MixedSteps)
 }

@@ -54,7 +54,7 @@ func TestGPUBlock(t *testing.T) {
 	}
 	line := gpuLine(b)
 	for _, want := range []string{"gpu: 3 steps on rank 0 over 21.4% of the window", "step p50 12.00 ms", "busy p50 9.00 ms (12.6% of the covered time)",
-		"(host wait 44.4%)", "23.00 tokens/step p50", "1 context, 1 generation, 1 mixed steps; a step serves its whole batch"} {
+		"(host wait 44.4%)", "23 tokens/step p50", "1 context, 1 generation, 1 mixed steps; a step serves its whole batch"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("line %q lacks %q", line, want)
 		}

@@ -192,7 +192,7 @@ func (r *fileResult) activityRef(g []int32, kernelDetail bool) *artifact.Activit
 	ivs := make([][2]int64, 0, 1)
 	for _, ai := range g {
 		a := c.acts.at(ai)
-		if int64(a.stream) != *ref.StreamID {
+		if ref.StreamID != nil && int64(a.stream) != *ref.StreamID {
 			ref.StreamID = nil
 		}
 		ref.Metadata.SummedDurationNS += a.end - a.start
