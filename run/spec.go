@@ -114,6 +114,9 @@ type SpanFeed interface {
 type TraceImport struct {
 	Options kineto.Options
 	Skip    bool
+	// DeviceUUIDs names the GPU of each rank (--trace-device-uuid RANK=UUID): stamped as
+	// context.device_uuid on the rank's imported records.
+	DeviceUUIDs map[int64]string
 }
 
 // Result is what a run produced.

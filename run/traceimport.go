@@ -31,6 +31,7 @@ func (tw *traceWindows) importTraces(ctx context.Context, files []string, header
 	opts.Context.ClockDomain = trace.ServerClockDomain(tw.spec.Trace.ControlBase, header.ClockDomain)
 	failed := false
 	sink := artifact.SinkFunc(func(rec artifact.Record) error {
+		stampDevice(rec, imp.DeviceUUIDs)
 		if err := tw.sink.Write(rec); err != nil {
 			failed = true
 			return err
@@ -45,4 +46,25 @@ func (tw *traceWindows) importTraces(ctx context.Context, files []string, header
 		tw.spec.Warn(fmt.Sprintf("trace import stopped after %d of %d files: %v", len(sums), len(files), err))
 	}
 	return nil
+}
+
+// stampDevice sets context.device_uuid on an imported record of a rank that uuids names.
+func stampDevice(rec artifact.Record, uuids map[int64]string) {
+	var c *artifact.Context
+	switch v := rec.(type) {
+	case *artifact.Iteration:
+		c = &v.Context
+	case *artifact.ActivityRef:
+		c = &v.Context
+	case *artifact.Capabilities:
+		c = &v.Context
+	default:
+		return
+	}
+	if c.Rank == nil {
+		return
+	}
+	if u, ok := uuids[*c.Rank]; ok {
+		c.DeviceUUID = &u
+	}
 }

@@ -24,7 +24,7 @@ func TestProfileTraceImportMatchesGroundTruth(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "a.jsonl")
 	code, stdout, stderr := runCLI(t, "profile", "--base-url", srv.URL()+"/v1", "--model", sim.DefaultConfig().Model, "--output", out,
 		"--concurrency", "2,4", "--requests", "8", "--input-tokens", "64", "--output-tokens", "6",
-		"--trace", "vllm-torch", "--trace-dir", dir)
+		"--trace", "vllm-torch", "--trace-dir", dir, "--trace-device-uuid", "0=GPU-aaa", "--trace-device-uuid", "1=GPU-bbb")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -33,6 +33,10 @@ func TestProfileTraceImportMatchesGroundTruth(t *testing.T) {
 	for _, l := range readLines(t, out) {
 		switch l["event_type"] {
 		case "infer.iteration":
+			c := l["context"].(map[string]any)
+			if want := []string{"GPU-aaa", "GPU-bbb"}[int(c["rank"].(float64))]; c["device_uuid"] != want {
+				t.Fatalf("rank %v: device_uuid %v, want %s", c["rank"], c["device_uuid"], want)
+			}
 			f := l["trace_file"].(string)
 			steps[f] = append(steps[f], l)
 		case "infer.trace_window":
@@ -87,4 +91,26 @@ func groundTruth(t *testing.T, path string) []map[string]any {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i]["start_ns"].(float64) < out[j]["start_ns"].(float64) })
 	return out
+}
+
+func TestTraceImportFlags(t *testing.T) {
+	base := []string{"profile", "--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--output", filepath.Join(t.TempDir(), "a.jsonl")}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--trace-max-bytes", "10"}, "--trace-max-bytes needs --trace"},
+		{[]string{"--trace-device-uuid", "0=GPU-1"}, "--trace-device-uuid needs --trace"},
+		{[]string{"--trace", "vllm-torch", "--trace-max-bytes", "0"}, "--trace-max-bytes must be at least 1"},
+		{[]string{"--trace", "vllm-torch", "--trace-detail", "op"}, "--trace-detail must be launch or kernel"},
+		{[]string{"--trace", "vllm-torch", "--trace-device-uuid", "GPU-1"}, "want RANK=UUID"},
+		{[]string{"--trace", "vllm-torch", "--trace-device-uuid", "x=GPU-1"}, "the rank must be an integer"},
+		{[]string{"--trace", "vllm-torch", "--trace-device-uuid", "0=GPU 1"}, "without spaces"},
+		{[]string{"--trace", "vllm-torch", "--trace-device-uuid", "0=a", "--trace-device-uuid", "0=b"}, "rank 0 given twice"},
+	} {
+		code, _, stderr := runCLI(t, append(append([]string{}, base...), c.args...)...)
+		if code != exitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q", c.args, code, stderr)
+		}
+	}
 }
