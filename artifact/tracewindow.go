@@ -18,6 +18,18 @@ const (
 	// StartUnknown: any other status (5xx, other 4xx), a timeout, a dropped connection, a
 	// malformed reply or a redirect (never followed); a stop was sent at once.
 	StartUnknown = "unknown"
+	// StartNotTriggered: the window waited for its trigger (Trigger num_requests_running)
+	// and the phase ended first; nothing was sent.
+	StartNotTriggered = "not_triggered"
+)
+
+// Window triggers (TraceWindow.Trigger): what opened the window.
+const (
+	// TriggerPhaseStart: the window opened before the phase's first send.
+	TriggerPhaseStart = "phase_start"
+	// TriggerRequestsRunning: the window opened once the server's scraped
+	// vllm:num_requests_running (summed over engines) reached TriggerThreshold.
+	TriggerRequestsRunning = "num_requests_running"
 )
 
 // Stop reasons (TraceWindow.StopReason).
@@ -28,6 +40,7 @@ const (
 	StopStartUnknown    = "start_unknown"     // the start's outcome was unknown
 	StopStartRejected   = "start_rejected"    // no stop was sent: the start was rejected
 	StopStoppedByServer = "stopped_by_server" // a worker trace appeared before our stop
+	StopNotTriggered    = "not_triggered"     // no stop was sent: the trigger never fired
 )
 
 // TraceWindow is the infer.trace_window v1 record: one profiler window around one phase of
@@ -65,6 +78,14 @@ type TraceWindow struct {
 	StopReason           string      `json:"stop_reason"`
 	ProfilerMayBeRunning bool        `json:"profiler_may_be_running"`
 	TraceFiles           []TraceFile `json:"trace_files"`
+	// Trigger is what opened the window (Trigger*; absent in records written before
+	// triggers existed: phase_start). TriggerThreshold is the num_requests_running it
+	// waited for, TriggerValue the value that fired it and TriggeredAtNS when (null when
+	// the trigger is phase_start or never fired).
+	Trigger          string   `json:"trigger,omitempty"`
+	TriggerThreshold *float64 `json:"trigger_threshold,omitempty"`
+	TriggerValue     *float64 `json:"trigger_value,omitempty"`
+	TriggeredAtNS    *int64   `json:"triggered_at_ns,omitempty"`
 }
 
 // TraceFile is one worker trace file a window found: Path in the trace directory, its size

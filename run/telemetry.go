@@ -50,7 +50,7 @@ func newTelemetry(spec *Spec, sessionID, clockDomain string) (*telemetry, error)
 		}
 		t.scraper = s
 	}
-	tw, err := newTraceWindows(spec, sessionID)
+	tw, err := newTraceWindows(spec, sessionID, t.scraper)
 	if err != nil {
 		return nil, err
 	}

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/loadgen"
+	"github.com/inferprobe/inferprobe/scrape/vllm"
 	"github.com/inferprobe/inferprobe/trace"
 )
 
@@ -25,12 +27,22 @@ type traceWindows struct {
 
 // newTraceWindows checks spec.Trace and prepares its controller (nil without Spec.Trace);
 // nothing is sent yet.
-func newTraceWindows(spec *Spec, sessionID string) (*traceWindows, error) {
+//
+// A window delayed until num_requests_running (trace.Options.AfterRunning) reads it from the
+// run's scraper, or, without one, from the endpoint's default /metrics.
+func newTraceWindows(spec *Spec, sessionID string, scraper *vllm.Scraper) (*traceWindows, error) {
 	if spec.Trace == nil {
 		return nil, nil
 	}
 	tw := &traceWindows{spec: spec}
 	o := *spec.Trace
+	if o.AfterRunning > 0 && o.Running == nil {
+		sc, err := runningScraper(spec, scraper)
+		if err != nil {
+			return nil, fmt.Errorf("trace windows: %w", err)
+		}
+		o.Running = func(ctx context.Context) (float64, error) { return sc.Sum(ctx, "vllm:num_requests_running") }
+	}
 	o.SessionID, o.RunID = sessionID, spec.Workload.RunID
 	o.Sink = artifact.SinkFunc(func(rec artifact.Record) error {
 		if tw.sink == nil {
@@ -106,4 +118,17 @@ func (tw *traceWindows) finish(ctx context.Context, header artifact.Context) err
 	files := slices.Clone(tw.files)
 	tw.mu.Unlock()
 	return tw.importTraces(ctx, files, header)
+}
+
+// runningScraper is the scraper a delayed window reads num_requests_running with: the run's
+// own, else one of the endpoint's default /metrics.
+func runningScraper(spec *Spec, scraper *vllm.Scraper) (*vllm.Scraper, error) {
+	if scraper != nil {
+		return scraper, nil
+	}
+	u, err := vllm.DefaultMetricsURL(spec.Workload.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	return vllm.NewScraper(vllm.Config{URL: u, Endpoint: spec.Workload.Endpoint, APIKey: spec.Workload.APIKey, Timeout: 5 * time.Second})
 }

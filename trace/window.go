@@ -49,7 +49,18 @@ type Options struct {
 	// calls; nil: one that never follows redirects (a given one should not follow them either).
 	Clock clockwork.Clock
 	HTTP  *http.Client
+	// AfterRunning, when above 0, delays each window until the server runs that many
+	// requests: Running (the server's vllm:num_requests_running, summed over engines) is
+	// read every TriggerPoll (0: DefaultTriggerPoll) from the phase start, and the window
+	// opens at the first reading ≥ AfterRunning. A phase that ends first records
+	// start_outcome not_triggered (nothing sent); a failed reading is retried.
+	AfterRunning float64
+	Running      func(ctx context.Context) (float64, error)
+	TriggerPoll  time.Duration
 }
+
+// DefaultTriggerPoll is how often a delayed window reads num_requests_running.
+const DefaultTriggerPoll = 100 * time.Millisecond
 
 // Controller opens and closes the trace windows of one run. Its PhaseStart and PhaseEnd are
 // the load generator's phase hooks; Close ends a window still open (a cancelled run). All
@@ -76,6 +87,12 @@ func New(o Options) (*Controller, error) {
 	}
 	if o.Sink == nil {
 		return nil, errors.New("trace: no sink")
+	}
+	if o.AfterRunning < 0 || (o.AfterRunning > 0 && o.Running == nil) || o.TriggerPoll < 0 {
+		return nil, errors.New("trace: a window delayed until num_requests_running needs a positive threshold and a reading of it")
+	}
+	if o.TriggerPoll == 0 {
+		o.TriggerPoll = DefaultTriggerPoll
 	}
 	start, stop, err := endpoints(o.ControlBase)
 	if err != nil {
@@ -123,9 +140,22 @@ func (c *Controller) PhaseStart(ctx context.Context, caseID, phase string) {
 	c.Close(ctx)
 	w := &window{c: c, rec: artifact.TraceWindow{
 		SessionID: c.o.SessionID, RunID: c.o.RunID, CaseID: caseID, Phase: phase,
-		Profiler: ProfilerVLLMTorch, ControlURL: c.StartURL(),
+		Profiler: ProfilerVLLMTorch, ControlURL: c.StartURL(), Trigger: artifact.TriggerPhaseStart,
 	}}
+	if c.o.AfterRunning > 0 {
+		c.delay(ctx, w)
+		return
+	}
+	c.begin(ctx, w)
+}
+
+// begin opens w now and, once acknowledged, makes it the open window with its MaxDuration
+// watcher.
+func (c *Controller) begin(ctx context.Context, w *window) {
 	w.open(ctx)
+	if w.rec.StartOutcome == artifact.StartUnknown {
+		w.end(ctx, artifact.StopStartUnknown)
+	}
 	if w.rec.StartOutcome != artifact.StartAcknowledged {
 		return
 	}

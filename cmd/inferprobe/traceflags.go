@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"strconv"
 	"strings"
@@ -32,6 +33,7 @@ type traceFlags struct {
 	detail     string
 	noImport   bool
 	deviceUUID []string
+	after      int
 }
 
 func (tf *traceFlags) register(cmd *cobra.Command) {
@@ -43,6 +45,7 @@ func (tf *traceFlags) register(cmd *cobra.Command) {
 	f.StringVar(&tf.controlURL, "trace-control-url", "", "base URL of /start_profile and /stop_profile (default: the endpoint's origin)")
 	f.Int64Var(&tf.maxBytes, "trace-max-bytes", kineto.DefaultMaxBytes, "a worker trace larger than this (bytes on disk) is registered, not imported")
 	f.StringVar(&tf.detail, "trace-detail", kineto.DetailLaunch, "activity records of the import: launch (one per CPU launch, device and kind) or kernel (one per GPU activity)")
+	f.IntVar(&tf.after, "trace-after-running", 0, "open each window only once the server's scraped vllm:num_requests_running (summed over engines) reaches N, so the trace shows the steady state; recorded as the window's trigger")
 	f.StringArrayVar(&tf.deviceUUID, "trace-device-uuid", nil, "RANK=UUID: the GPU of a worker rank, stamped as context.device_uuid on its imported records (repeatable)")
 	f.BoolVar(&tf.noImport, "trace-no-import", false, "list the windows' trace files without importing them at the end of the run")
 }
@@ -108,7 +111,7 @@ func deviceUUIDs(values []string) (map[int64]string, error) {
 func (tf *traceFlags) options(cmd *cobra.Command, cfg *loadgen.Config) (*trace.Options, error) {
 	f := cmd.Flags()
 	if tf.kind == "" {
-		for _, name := range []string{"trace-dir", "trace-phase", "trace-max-seconds", "trace-control-url"} {
+		for _, name := range []string{"trace-dir", "trace-phase", "trace-max-seconds", "trace-control-url", "trace-after-running"} {
 			if f.Changed(name) {
 				return nil, usageErrorf("--%s needs --trace", name)
 			}
@@ -128,6 +131,12 @@ func (tf *traceFlags) options(cmd *cobra.Command, cfg *loadgen.Config) (*trace.O
 		return nil, usageErrorf("--trace-phase must be measured or warmup, not %q", tf.phase)
 	}
 	o := &trace.Options{Phase: tf.phase, Dir: tf.dir, Settle: traceSettle}
+	if f.Changed("trace-after-running") {
+		if tf.after < 1 || tf.after > 1_000_000 {
+			return nil, usageErrorf("--trace-after-running must be in [1, 1000000] requests, not %d", tf.after)
+		}
+		o.AfterRunning = float64(tf.after)
+	}
 	if f.Changed("trace-max-seconds") {
 		if err := checkNumber("trace-max-seconds", tf.maxSeconds, traceMaxSeconds); err != nil {
 			return nil, err
@@ -149,6 +158,7 @@ func (tf *traceFlags) options(cmd *cobra.Command, cfg *loadgen.Config) (*trace.O
 	}
 	probe := *o
 	probe.Sink = artifact.SinkFunc(func(artifact.Record) error { return nil })
+	probe.Running = func(context.Context) (float64, error) { return 0, nil } // the run reads the server's
 	if _, err := trace.New(probe); err != nil {
 		return nil, usageErrorf("--trace-control-url: %v", err)
 	}

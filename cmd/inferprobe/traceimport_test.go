@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -113,4 +114,51 @@ func TestTraceImportFlags(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q", c.args, code, stderr)
 		}
 	}
+}
+
+// TestProfileTraceAfterRunning: with --trace-after-running 3 each window opens once the
+// sim runs three requests (four workers keep it there), and records the trigger; with a
+// threshold the closed loop never reaches it, the window is not_triggered and no file
+// is written.
+func TestProfileTraceAfterRunning(t *testing.T) {
+	shortTraceSettle(t)
+	for _, c := range []struct {
+		threshold, outcome, reason string
+		files                      int
+	}{{"3", "acknowledged", "phase_end", 1}, {"50", "not_triggered", "not_triggered", 0}} {
+		dir := t.TempDir()
+		srv := startSim(t, func(s *sim.Config) { s.ProfilerDir = dir })
+		out := filepath.Join(t.TempDir(), "a.jsonl")
+		code, stdout, stderr := runCLI(t, "profile", "--base-url", srv.URL()+"/v1", "--model", sim.DefaultConfig().Model, "--output", out,
+			"--concurrency", "4", "--requests", "40", "--input-tokens", "16", "--output-tokens", "24",
+			"--trace", "vllm-torch", "--trace-dir", dir, "--trace-after-running", c.threshold)
+		if code != 0 {
+			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+		}
+		var ws []map[string]any
+		for _, l := range readLines(t, out) {
+			if l["event_type"] == "infer.trace_window" {
+				ws = append(ws, l)
+			}
+		}
+		if len(ws) != 1 {
+			t.Fatalf("threshold %s: %d windows", c.threshold, len(ws))
+		}
+		w := ws[0]
+		if w["trigger"] != "num_requests_running" || w["trigger_threshold"] != mustFloat(c.threshold) || w["start_outcome"] != c.outcome ||
+			w["stop_reason"] != c.reason || len(w["trace_files"].([]any)) != c.files {
+			t.Fatalf("threshold %s: window %v", c.threshold, w)
+		}
+		if c.files > 0 && (w["trigger_value"].(float64) < 3 || w["triggered_at_ns"].(float64) < w["requested_at_ns"].(float64)) {
+			t.Fatalf("trigger %v at %v", w["trigger_value"], w["triggered_at_ns"])
+		}
+	}
+}
+
+func mustFloat(s string) float64 {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -290,3 +290,30 @@ func (s *Scraper) transportError(ctx context.Context, err error) error {
 	}
 	return fmt.Errorf("request failed: %v", err)
 }
+
+// Sum GETs the metrics once and returns the sum of family's samples over every label set
+// (e.g. vllm:num_requests_running over engines); nothing is recorded. Errors: a failed
+// request (as Scrape words it), a body over the limits or not Prometheus text, a family
+// the answer does not carry, or one that is a histogram or summary.
+func (s *Scraper) Sum(ctx context.Context, family string) (float64, error) {
+	body, _, _, err := s.get(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("scrape %s: %w", s.sourceURL, err)
+	}
+	c, err := Parse(body, s.cfg.Limits)
+	if err != nil {
+		return 0, fmt.Errorf("scrape %s: %w", s.sourceURL, err)
+	}
+	values, ok := c.Values[family]
+	if !ok {
+		return 0, fmt.Errorf("scrape %s: no %s", s.sourceURL, family)
+	}
+	var sum float64
+	for _, v := range values {
+		if v.Dist != nil {
+			return 0, fmt.Errorf("scrape %s: %s is not a gauge or counter", s.sourceURL, family)
+		}
+		sum += float64(v.Sample)
+	}
+	return sum, nil
+}
