@@ -100,7 +100,9 @@ func TestTriggerOptionsRefused(t *testing.T) {
 	for _, mod := range []func(*Options){
 		func(o *Options) { o.AfterRunning = 2 }, // no reading
 		func(o *Options) { o.AfterRunning = -1 },
-		func(o *Options) { o.AfterRunning, o.Running, o.TriggerPoll = 1, (&running{values: []float64{0}}).read, -time.Second },
+		func(o *Options) {
+			o.AfterRunning, o.Running, o.TriggerPoll = 1, (&running{values: []float64{0}}).read, -time.Second
+		},
 	} {
 		o := Options{ControlBase: "http://127.0.0.1:1", Phase: "measured", Sink: &artifact.Memory{}}
 		mod(&o)
