@@ -61,8 +61,10 @@ type Stats struct {
 	QueuedSpans int
 	QueuedBytes int64
 	// DecodeBytes is the memory limiter's charge now: the bytes held by the
-	// exports being read and decoded.
-	DecodeBytes int64
+	// exports being read and decoded; DecodeBytesPeak the highest it has
+	// been since New (never over MemoryLimitBytes).
+	DecodeBytes     int64
+	DecodeBytesPeak int64
 	// BindErrors are the listeners Listen could not bind.
 	BindErrors []BindError
 }
@@ -87,7 +89,7 @@ func (r *Receiver) Stats() Stats {
 		TooLarge: c.tooLarge.Load(), TooComplex: c.tooComplex.Load(), BadRequests: c.badRequests.Load(),
 		UnsupportedMedia: c.unsupportedMedia.Load(), MethodNotAllowed: c.methodNotAllowed.Load(), NotFound: c.notFound.Load(),
 		AfterStop: c.afterStop.Load(), Timeouts: c.timeouts.Load(),
-		QueuedSpans: qs, QueuedBytes: qb, DecodeBytes: r.mem.inUse(), BindErrors: bind,
+		QueuedSpans: qs, QueuedBytes: qb, DecodeBytes: r.mem.inUse(), DecodeBytesPeak: r.mem.peak.Load(), BindErrors: bind,
 	}
 }
 

@@ -32,6 +32,7 @@ func decodeCost(wire int, c *exportCounts) int64 {
 type memLimiter struct {
 	limit int64
 	used  atomic.Int64
+	peak  atomic.Int64 // the highest charge since New
 }
 
 // tryAcquire charges n bytes when they fit under the limit and reports
@@ -43,6 +44,8 @@ func (l *memLimiter) tryAcquire(n int64) bool {
 			return false
 		}
 		if l.used.CompareAndSwap(u, u+n) {
+			for p := l.peak.Load(); u+n > p && !l.peak.CompareAndSwap(p, u+n); p = l.peak.Load() {
+			}
 			return true
 		}
 	}
@@ -62,8 +65,9 @@ type reservation struct {
 	charged int64
 }
 
-// errMemoryBusy is a charge refused because other exports hold the memory:
-// retry later. errMemoryLimit is a charge the limiter could never grant.
+// memoryError is a charge the limiter refused: need more bytes while
+// inUse are held by other exports (retry later), or, when never is set, a
+// reservation whose total (need) is over the whole limit.
 type memoryError struct {
 	need, limit, inUse int64
 	never              bool

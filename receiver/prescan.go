@@ -223,6 +223,9 @@ func (s *protoScanner) keyValue(b []byte, depth int) error {
 	if err := s.add(&s.c.Attributes); err != nil {
 		return err
 	}
+	if depth > s.c.Depth {
+		s.c.Depth = depth
+	}
 	for {
 		num, v, rest, ok, err := nextLen(b)
 		if err != nil || !ok {

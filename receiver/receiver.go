@@ -46,10 +46,11 @@ const (
 	// ResourceSpans would have 8 million.
 	DefaultMaxExportElements = 1 << 20
 	// DefaultMaxValueDepth bounds the nesting of attribute values in an
-	// export: 128 levels. An export nested deeper is refused whole (413);
-	// a span nested over artifact.MaxSpanValueDepth (64) levels but within
-	// this is rejected alone (partial_success).
-	DefaultMaxValueDepth = 128
+	// export: 32 levels (an array or kvlist value inside another is one
+	// level). An export nested deeper is refused whole (413), before the
+	// decoder, whose own recursion limit (100 messages) would refuse a
+	// kvlist nested 33 levels as undecodable.
+	DefaultMaxValueDepth = 32
 	// DefaultQueueSpans and DefaultQueueBytes bound the spans decoded but
 	// not yet consumed.
 	DefaultQueueSpans = 100_000

@@ -198,7 +198,7 @@ func TestGRPCAnswers(t *testing.T) {
 	if ps := resp.PartialSuccess(); ps.RejectedSpans() != 1 || !strings.Contains(ps.ErrorMessage(), "span_id missing or all zero") {
 		t.Fatalf("partial success %d %q", ps.RejectedSpans(), ps.ErrorMessage())
 	}
-	// 51 spans of 13 attributes each are over 300 elements: refused for
+	// 51 spans of 12 attributes each are over 300 elements: refused for
 	// good (ResourceExhausted without RetryInfo), before decoding.
 	_, err = client.Export(ctx, ptraceotlp.NewExportRequestFromTraces(vllmTraces(1, 51)))
 	if st := status.Convert(err); st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "more than 300 elements") || len(st.Details()) != 0 {
