@@ -58,8 +58,8 @@ type protoScanner struct {
 // scanProtoExport counts the elements of a protobuf ExportTraceServiceRequest
 // (field numbers of opentelemetry.proto.collector.trace.v1 and
 // opentelemetry.proto.trace.v1 / common.v1). Unknown fields are skipped as
-// the decoder skips them; groups (wire types 3 and 4, unused by OTLP) and
-// truncated fields are errors wrapping errMalformed; more than
+// the decoder skips them; malformed tags and
+// truncated fields are errors wrapping errMalformed (see nextLen); more than
 // lim.maxElements elements or values nested over lim.maxDepth levels an
 // error wrapping errOverLimit. It reads every byte at most once and
 // allocates nothing (but its error).
@@ -69,34 +69,97 @@ func scanProtoExport(b []byte, lim scanLimits) (exportCounts, error) {
 	return s.c, err
 }
 
-// nextLen returns the next length-delimited field of b, skipping scalar
-// fields: its number, its payload and the rest of b. ok is false at the end
-// of b.
-func nextLen(b []byte) (num protowire.Number, v, rest []byte, ok bool, err error) {
-	for len(b) > 0 {
-		n, typ, l := protowire.ConsumeTag(b)
-		if l < 0 {
-			return 0, nil, nil, false, fmt.Errorf("%w: bad field tag: %v", errMalformed, protowire.ParseError(l))
+// nextLen returns the next length-delimited field of b, skipping the
+// other fields: its number, its payload and the rest of b. ok is false at
+// the end of b. Tags, varints, lengths and skipped fields are read as the
+// decoder (pdata) reads them, so the scan refuses no body it would decode:
+// a varint is at most 10 bytes (the high bits of the 10th ignored), a field
+// number is the tag's bits above 3 as an int32 and must be positive, and an
+// unknown group is skipped as pdata skips it.
+func nextLen(b []byte) (num int32, v, rest []byte, ok bool, err error) {
+	pos := 0
+	for pos < len(b) {
+		tag, p, good := varint(b, pos)
+		if !good {
+			return 0, nil, nil, false, fmt.Errorf("%w: bad field tag at byte %d", errMalformed, pos)
 		}
-		b = b[l:]
-		switch typ {
-		case protowire.BytesType:
-			v, l := protowire.ConsumeBytes(b)
-			if l < 0 {
-				return 0, nil, nil, false, fmt.Errorf("%w: field %d: %v", errMalformed, n, protowire.ParseError(l))
+		num = int32(tag >> 3)
+		if num <= 0 {
+			return 0, nil, nil, false, fmt.Errorf("%w: field number %d at byte %d", errMalformed, num, pos)
+		}
+		typ := protowire.Type(tag & 7)
+		if typ == protowire.BytesType {
+			l, p, good := varint(b, p)
+			end := p + int(l)
+			if !good || int(l) < 0 || end < p || end > len(b) {
+				return 0, nil, nil, false, fmt.Errorf("%w: field %d: length past the end", errMalformed, num)
 			}
-			return n, v, b[l:], true, nil
-		case protowire.VarintType, protowire.Fixed32Type, protowire.Fixed64Type:
-			l := protowire.ConsumeFieldValue(n, typ, b)
-			if l < 0 {
-				return 0, nil, nil, false, fmt.Errorf("%w: field %d: %v", errMalformed, n, protowire.ParseError(l))
-			}
-			b = b[l:]
-		default:
-			return 0, nil, nil, false, fmt.Errorf("%w: field %d has wire type %d (groups are not OTLP)", errMalformed, n, typ)
+			return num, b[p:end], b[end:], true, nil
+		}
+		if pos, good = skipUnknown(b, p, typ); !good {
+			return 0, nil, nil, false, fmt.Errorf("%w: field %d (wire type %d) truncated or invalid", errMalformed, num, typ)
 		}
 	}
 	return 0, nil, nil, false, nil
+}
+
+// varint reads a varint at b[pos:] as pdata does (at most 10 bytes) and
+// returns it and the position after it.
+func varint(b []byte, pos int) (uint64, int, bool) {
+	var v uint64
+	for shift := uint(0); shift < 64; shift += 7 {
+		if pos >= len(b) {
+			return 0, 0, false
+		}
+		c := b[pos]
+		pos++
+		v |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return v, pos, true
+		}
+	}
+	return 0, 0, false
+}
+
+// skipUnknown skips the value of a non-length-delimited field of wire type
+// typ at b[pos:], exactly as pdata's ConsumeUnknown does (a group is
+// skipped up to its first non-group field), and returns the position after
+// it.
+func skipUnknown(b []byte, pos int, typ protowire.Type) (int, bool) {
+	depth := 0
+	for pos < len(b) {
+		switch typ {
+		case protowire.VarintType:
+			_, p, ok := varint(b, pos)
+			return p, ok
+		case protowire.Fixed64Type:
+			return pos + 8, pos+8 <= len(b)
+		case protowire.Fixed32Type:
+			return pos + 4, pos+4 <= len(b)
+		case protowire.BytesType:
+			l, p, ok := varint(b, pos)
+			end := p + int(l)
+			return end, ok && int(l) >= 0 && end >= p && end <= len(b)
+		case protowire.StartGroupType:
+			depth++
+		case protowire.EndGroupType:
+			if depth == 0 {
+				return 0, false
+			}
+			depth--
+		default:
+			return 0, false
+		}
+		if depth == 0 {
+			return pos, true
+		}
+		tag, p, ok := varint(b, pos)
+		if !ok || int32(tag>>3) <= 0 {
+			return 0, false
+		}
+		pos, typ = p, protowire.Type(tag&7)
+	}
+	return 0, false
 }
 
 // add counts n more elements into *field and fails past maxElements.
@@ -202,7 +265,7 @@ func (s *protoScanner) span(b []byte) error {
 
 // attributesOf walks a message whose repeated KeyValue attributes have
 // field number field, ignoring its other fields.
-func (s *protoScanner) attributesOf(b []byte, field protowire.Number) error {
+func (s *protoScanner) attributesOf(b []byte, field int32) error {
 	for {
 		num, v, rest, ok, err := nextLen(b)
 		if err != nil || !ok {
