@@ -59,7 +59,8 @@ var traceServiceDesc = grpc.ServiceDesc{
 // rawExport is a gRPC request message kept as its bytes: body is valid
 // until free.
 type rawExport struct {
-	data mem.BufferSlice
+	data mem.BufferSlice // the message as gRPC holds it, referenced
+	buf  mem.Buffer      // or one pooled copy of it
 	body []byte
 }
 
@@ -68,6 +69,10 @@ func (m *rawExport) free() {
 		m.data.Free()
 		m.data = nil
 	}
+	if m.buf != nil {
+		m.buf.Free()
+		m.buf = nil
+	}
 	m.body = nil
 }
 
@@ -75,7 +80,8 @@ func (m *rawExport) free() {
 type rawResponse []byte
 
 // rawCodec is the server codec: a *rawExport takes the message bytes
-// (without a copy when gRPC holds them in one buffer), a rawResponse is sent
+// (without a copy when gRPC holds them in one buffer, else one copy into a
+// buffer of gRPC's pool, as its protobuf codec does), a rawResponse is sent
 // as it is, and any other message goes through gRPC's protobuf codec.
 type rawCodec struct{}
 
@@ -99,7 +105,8 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 		m.body = data[0].ReadOnlyData()
 		return nil
 	}
-	m.body = data.Materialize()
+	m.buf = data.MaterializeToBuffer(mem.DefaultBufferPool())
+	m.body = m.buf.ReadOnlyData()
 	return nil
 }
 
