@@ -106,8 +106,9 @@ func (r *Receiver) Stats() Stats {
 //   - Metadata: "listen" {http, grpc: address or null}, "bind_errors"
 //     [{protocol, address, error}], "counters" (Stats as snake_case
 //     integers: http_requests, grpc_requests, spans_received,
-//     spans_rejected, queue_full, busy, ...), "limits" (max_body_bytes,
-//     max_spans_per_export, queue_spans, queue_bytes,
+//     spans_rejected, queue_full, busy, memory_busy, too_large,
+//     too_complex, ...), "limits" (max_body_bytes, memory_limit_bytes,
+//     max_export_elements, max_value_depth, queue_spans, queue_bytes,
 //     max_concurrent_exports, retry_after_seconds), and
 //     "per_request_attribution": "gen_ai.request.id" (vLLM's request
 //     spans carry the request id there, so spans join requests one by one).

@@ -108,8 +108,7 @@ type Options struct {
 	// MaxConcurrentExports bounds the exports being read and decoded at once,
 	// HTTP and gRPC together; beyond it an export is refused at once
 	// (429 / ResourceExhausted with RetryInfo). Memory held by exports in
-	// flight is bounded by about MaxConcurrentExports × MaxBodyBytes × the
-	// decode expansion, plus the queue.
+	// flight is bounded by MemoryLimitBytes, plus the queue.
 	MaxConcurrentExports int
 	// RetryAfter is the delay advertised with 429/503 (Retry-After, whole
 	// seconds rounded up) and gRPC refusals (RetryInfo).

@@ -174,8 +174,8 @@ func TestOTelSDKHTTPExporterSeesQueueFull(t *testing.T) {
 	}
 }
 
-// Hand-made gRPC exports: partial success, too many spans, busy and full
-// queue with RetryInfo.
+// Hand-made gRPC exports: partial success, an element bomb (refused for
+// good), busy and full queue with RetryInfo.
 func TestGRPCAnswers(t *testing.T) {
 	release := make(chan struct{})
 	r := startReceiver(t, Options{SessionID: "sess-1", RunID: "run-1", QueueSpans: 10, MaxExportElements: 300,
