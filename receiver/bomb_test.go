@@ -3,6 +3,9 @@ package receiver
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptrace"
 	"runtime"
 	"strconv"
 	"strings"
@@ -317,5 +320,42 @@ func TestMemoryLimiterBusy(t *testing.T) {
 	}
 	if s := r.Stats(); s.MemoryBusy != 2 || s.SpansGRPC != 40 || s.SpansHTTPProtobuf != 40 {
 		t.Fatalf("stats %+v", s)
+	}
+}
+
+// An export refused retryably before its body is read (here: every export
+// slot busy) has its body drained, so the exporter's retry reuses the
+// connection instead of opening a new one (net/http alone would close a
+// connection with more than 256 KiB unread).
+func TestRetryableRefusalKeepsConnection(t *testing.T) {
+	r := startReceiver(t, Options{})
+	for i := 0; i < cap(r.slots); i++ {
+		r.slots <- struct{}{}
+	}
+	body := protoBody(t, vllmTraces(0, 600)) // about 360 kB
+	if len(body) <= 256<<10 {
+		t.Fatalf("body of %d bytes is too small for the test", len(body))
+	}
+	client := &http.Client{Transport: &http.Transport{}}
+	reused := make([]bool, 0, 2)
+	for i := 0; i < 2; i++ {
+		trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = append(reused, info.Reused) }}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodPost, tracesURL(r), bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-protobuf")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 429 {
+			t.Fatalf("status %d, want 429", resp.StatusCode)
+		}
+	}
+	for i := 0; i < cap(r.slots); i++ {
+		<-r.slots
+	}
+	if len(reused) != 2 || !reused[1] {
+		t.Fatalf("connection reused: %v, want the second request on the first's connection", reused)
 	}
 }

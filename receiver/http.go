@@ -36,6 +36,9 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		ref = r.admitHTTP(req.ContentLength, gz)
 	}
 	if ref != nil {
+		if answers[ref.outcome].retryable {
+			drainBody(req.Body)
+		}
 		r.writeRefusal(w, format, ref)
 		return
 	}
@@ -43,6 +46,19 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if ref := r.exportHTTP(w, req, format, gz); ref != nil {
 		r.writeRefusal(w, format, ref)
 	}
+}
+
+// maxDrainBytes bounds the body of a request refused retryably before it
+// was read that is read and discarded, so that the exporter's retry reuses
+// the connection: 4 MiB, above any vLLM batch. (net/http itself discards at
+// most 256 KiB, less than one 512-span export, and closes the connection
+// beyond, so every refusal in a flood would otherwise cost a new
+// connection.) A longer body closes the connection.
+const maxDrainBytes = 4 << 20
+
+// drainBody reads and discards up to maxDrainBytes of an unread body.
+func drainBody(body io.Reader) {
+	_, _ = io.CopyN(io.Discard, body, maxDrainBytes)
 }
 
 // route answers a request for another path (404) or with another method
