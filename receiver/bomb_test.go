@@ -50,7 +50,7 @@ func rawExportCall(t testing.TB, r *Receiver, body []byte, gz bool) error {
 		opts = append(opts, grpc.UseCompressor("gzip"))
 	}
 	var out rawExport
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // inflating 16 MiB four at once under -race is slow
 	defer cancel()
 	return cc.Invoke(ctx, "/opentelemetry.proto.collector.trace.v1.TraceService/Export", rawResponse(body), &out, opts...)
 }
@@ -149,7 +149,7 @@ func TestBombGzipEmptyResourceSpans(t *testing.T) {
 // Four such bombs at once on each transport: every one refused, the charge
 // bounded, the receiver still serving.
 func TestBombFourAtOnce(t *testing.T) {
-	r := startReceiver(t, Options{})
+	r := startReceiver(t, Options{ReadTimeout: 3 * time.Minute}) // under -race the four inflations take tens of seconds
 	plain := emptyResourceSpans(19 << 19)
 	bomb := gzipped(t, plain)
 	stop := heapWatch()
