@@ -359,3 +359,24 @@ func TestRetryableRefusalKeepsConnection(t *testing.T) {
 		t.Fatalf("connection reused: %v, want the second request on the first's connection", reused)
 	}
 }
+
+// With every export slot taken, a gRPC export is refused when its stream
+// opens, before its message is read: even a message over MaxRecvMsgSize
+// gets the retryable busy answer, not gRPC's size error.
+func TestGRPCRefusedBeforeRead(t *testing.T) {
+	r := startReceiver(t, Options{MaxBodyBytes: 1 << 20})
+	for i := 0; i < cap(r.slots); i++ {
+		r.slots <- struct{}{}
+	}
+	err := rawExportCall(t, r, emptyResourceSpans(1<<20), false) // 2 MiB, over the 1 MiB limit
+	for i := 0; i < cap(r.slots); i++ {
+		<-r.slots
+	}
+	wantGRPCExhausted(t, err, "exports are already being decoded", true)
+	if s := r.Stats(); s.Busy != 1 || s.GRPCRequests != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+	if err := rawExportCall(t, r, protoBody(t, vllmTraces(0, 3)), false); err != nil {
+		t.Fatalf("after the slots are free: %v", err)
+	}
+}

@@ -11,16 +11,19 @@ import (
 	encproto "google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/tap"
 )
 
 // grpcServerOptions are the options of the gRPC server New creates: the
 // raw codec (the receiver decodes exports itself, after its pre-scan and
 // memory charge), MaxRecvMsgSize = MaxBodyBytes (gRPC answers
 // ResourceExhausted beyond, after decompression; the Collector's default is
-// 4 MiB) and 2×MaxConcurrentExports streams per connection.
+// 4 MiB), 2×MaxConcurrentExports streams per connection, and the tap that
+// refuses an export before its message is read (tap).
 func (r *Receiver) grpcServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.ForceServerCodecV2(rawCodec{}),
+		grpc.InTapHandle(r.tap),
 		grpc.MaxRecvMsgSize(int(min(r.opts.MaxBodyBytes, 1<<31-1))),
 		grpc.MaxConcurrentStreams(uint32(2 * r.opts.MaxConcurrentExports)),
 	}
@@ -108,6 +111,29 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	m.buf = data.MaterializeToBuffer(mem.DefaultBufferPool())
 	m.body = m.buf.ReadOnlyData()
 	return nil
+}
+
+// tap runs when a gRPC stream opens, before its message is read (on the
+// gRPC listener; not for gRPC served through the HTTP port): while the
+// receiver is stopping, every export slot is taken, or the queue is near
+// full, the export is refused there, with the answer the handler would give
+// (Unavailable or ResourceExhausted with RetryInfo), so that a flood costs
+// no message reads. The handler checks again for the streams let through.
+func (r *Receiver) tap(ctx context.Context, _ *tap.Info) (context.Context, error) {
+	ref := r.checkStopping()
+	if ref == nil && len(r.slots) == cap(r.slots) {
+		ref = r.refuse(outcomeBusy, fmt.Sprintf("%d exports are already being decoded; retry later", cap(r.slots)))
+	}
+	if ref == nil {
+		if err := r.q.admit(0); err != nil {
+			ref = r.refuse(outcomeQueueFull, err.Error())
+		}
+	}
+	if ref != nil {
+		r.c.grpcRequests.Add(1)
+		return ctx, r.grpcError(ref)
+	}
+	return ctx, nil
 }
 
 // grpcService is the OTLP gRPC TraceService of a Receiver.
