@@ -97,6 +97,10 @@ type VLLMSpan struct {
 	// prefix; nil otherwise. It is a best-effort candidate: the join tries
 	// every candidate against the recorded x_request_id values.
 	RequestID *string
+
+	// shared is the encoding of Resource and Scope shared with the other
+	// spans of one export (ShareSpanMaps); nil when not shared.
+	shared *sharedMaps
 }
 
 // RecordKind returns KindVLLMSpan, so Writer.Write writes a
@@ -168,7 +172,7 @@ func (r *VLLMSpan) DurationNS() (int64, bool) {
 // attributes keep their types through a write/read round trip. Map keys
 // are sorted. Nil maps are written as {}.
 func (r VLLMSpan) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 1024)
+	b := make([]byte, 0, 2048) // a vLLM llm_request line is about 1.5 kB
 	b = append(b, `{"event_type":"`+EventVLLMSpan+`","schema_version":`...)
 	b = strconv.AppendInt(b, VLLMSpanSchemaVersion, 10)
 	b = append(b, `,"session_id":`...)
@@ -214,13 +218,8 @@ func (r *VLLMSpan) appendContent(b []byte) ([]byte, error) {
 	if b, err = appendMap(b, r.Attributes, 0); err != nil {
 		return nil, fmt.Errorf("artifact: span %q attributes: %w", r.Name, err)
 	}
-	b = append(b, `,"resource":`...)
-	if b, err = appendMap(b, r.Resource, 0); err != nil {
-		return nil, fmt.Errorf("artifact: span %q resource: %w", r.Name, err)
-	}
-	b = append(b, `,"scope":`...)
-	if b, err = appendMap(b, r.Scope, 0); err != nil {
-		return nil, fmt.Errorf("artifact: span %q scope: %w", r.Name, err)
+	if b, err = r.appendResourceScope(b); err != nil {
+		return nil, err
 	}
 	b = append(b, `,"status":`...)
 	if r.Status == nil {
@@ -233,6 +232,15 @@ func (r *VLLMSpan) appendContent(b []byte) ([]byte, error) {
 		b = append(b, '}')
 	}
 	b = append(b, `,"dropped":{`...)
+	if a, e, l, ok := otlpDropped(r.Dropped); ok { // the usual three keys, already in order
+		b = append(b, `"attributes":`...)
+		b = strconv.AppendInt(b, a, 10)
+		b = append(b, `,"events":`...)
+		b = strconv.AppendInt(b, e, 10)
+		b = append(b, `,"links":`...)
+		b = strconv.AppendInt(b, l, 10)
+		return append(b, '}'), nil
+	}
 	for i, k := range sortedKeys(make([]string, 0, len(r.Dropped)), r.Dropped) {
 		if i > 0 {
 			b = append(b, ',')
@@ -242,6 +250,19 @@ func (r *VLLMSpan) appendContent(b []byte) ([]byte, error) {
 		b = strconv.AppendInt(b, r.Dropped[k], 10)
 	}
 	return append(b, '}'), nil
+}
+
+// otlpDropped returns the three OTLP dropped counts when m holds exactly
+// "attributes", "events" and "links".
+func otlpDropped(m map[string]int64) (attributes, events, links int64, ok bool) {
+	if len(m) != 3 {
+		return 0, 0, 0, false
+	}
+	var okA, okE, okL bool
+	attributes, okA = m["attributes"]
+	events, okE = m["events"]
+	links, okL = m["links"]
+	return attributes, events, links, okA && okE && okL
 }
 
 // ContentDigest returns the SHA-256 (64 lowercase hex digits) of what the

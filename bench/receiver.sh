@@ -12,8 +12,14 @@
 #    that for FLOOD seconds: prints the 200/429/503 answers and the receiver's peak RSS, and
 #    fails when no 429/503 came back or the RSS reached 1 GiB.
 #
+# 3. bench/receiverflood -bombs: the element bombs (gzip 19 MiB of empty ResourceSpans, four at
+#    once, just under the 16 MiB limit, plain 21 MiB, nested values, 2 million attributes, deep
+#    JSON) sent to a fresh receiver process: each answer and the process's peak RSS; fails when a
+#    bomb is accepted, a real export afterwards is not, or the RSS reaches 256 MiB.
+#
 #   BENCHTIME=3s FACTOR=10 FLOOD=10s bash bench/receiver.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go test -run '^$' -bench 'Ingest|DecodeConvert|MarshalSpanRecord' -benchtime "${BENCHTIME:-3s}" -count "${COUNT:-1}" -cpu 1 ./receiver/
 go run ./bench/receiverflood -factor "${FACTOR:-10}" -duration "${FLOOD:-10s}" -procs 1
+go run ./bench/receiverflood -bombs -procs 1

@@ -5,12 +5,16 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/inferprobe/inferprobe/artifact"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 // benchIngest posts b.N exports of 512 vLLM-like spans over loopback HTTP
@@ -140,5 +144,73 @@ func BenchmarkMarshalSpanRecord(b *testing.B) {
 		if _, err := artifact.MarshalLine(rec); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkIngestHTTPProtobuf512File is the real path of `profile`: OTLP/HTTP
+// protobuf exports of 512 vLLM-like spans, each span written by an
+// artifact.Writer as its infer.vllm_span line into a file. Reports the
+// artifact bytes per span too.
+func BenchmarkIngestHTTPProtobuf512File(b *testing.B) {
+	path := b.TempDir() + "/spans.jsonl"
+	w, err := artifact.NewWriter(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchIngest(b, protoBody(b, vllmTraces(0, 512)), protoHdr, func(s artifact.VLLMSpan) {
+		if err := w.Write(&s); err != nil {
+			b.Error(err)
+		}
+	})
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if st, err := os.Stat(path); err == nil {
+		b.ReportMetric(float64(st.Size())/float64(b.N*512), "artifact-B/span")
+	}
+}
+
+// BenchmarkIngestGRPC512File is the real path over OTLP/gRPC: exports of
+// 512 vLLM-like spans from one client, each span written by an
+// artifact.Writer into a file.
+func BenchmarkIngestGRPC512File(b *testing.B) {
+	path := b.TempDir() + "/spans.jsonl"
+	w, err := artifact.NewWriter(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var seen atomic.Int64
+	r := New(Options{SessionID: "sess-1", RunID: "run-1", Sink: artifact.SinkFunc(func(rec artifact.Record) error {
+		seen.Add(1)
+		return w.Write(rec)
+	})})
+	if err := r.Listen(context.Background(), "", "127.0.0.1:0"); err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	cc, err := grpc.NewClient(r.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cc.Close()
+	client := ptraceotlp.NewGRPCClient(cc)
+	req := ptraceotlp.NewExportRequestFromTraces(vllmTraces(0, 512))
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for i := 0; i < b.N; i++ {
+		if _, err := client.Export(context.Background(), req); err != nil {
+			// a full queue: let the consumer catch up and resend
+			time.Sleep(time.Millisecond)
+			i--
+		}
+	}
+	for seen.Load() < int64(b.N*512) {
+		time.Sleep(100 * time.Microsecond)
+	}
+	b.StopTimer()
+	reportRates(b, b.N*512, cpuTime()-cpu0)
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
 	}
 }

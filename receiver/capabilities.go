@@ -39,12 +39,17 @@ type Stats struct {
 	SpansDelivered int64
 	SpansDropped   int64
 	// Refusals: QueueFull (503 / Unavailable), Busy (429 /
-	// ResourceExhausted), TooLarge (413 / InvalidArgument: body or span
-	// count), BadRequests (400), UnsupportedMedia (415), MethodNotAllowed
+	// ResourceExhausted: MaxConcurrentExports in flight), MemoryBusy (429 /
+	// ResourceExhausted: the memory limiter is held by other exports),
+	// TooLarge (413: the body's bytes), TooComplex (413 / ResourceExhausted
+	// without RetryInfo: over the element or nesting limits, or a decode
+	// cost over MemoryLimitBytes), BadRequests (400), UnsupportedMedia (415), MethodNotAllowed
 	// (405), NotFound (404), AfterStop (503 while stopping), Timeouts (408).
 	QueueFull        int64
 	Busy             int64
+	MemoryBusy       int64
 	TooLarge         int64
+	TooComplex       int64
 	BadRequests      int64
 	UnsupportedMedia int64
 	MethodNotAllowed int64
@@ -55,6 +60,11 @@ type Stats struct {
 	// bytes), including the batch being consumed.
 	QueuedSpans int
 	QueuedBytes int64
+	// DecodeBytes is the memory limiter's charge now: the bytes held by the
+	// exports being read and decoded; DecodeBytesPeak the highest it has
+	// been since New (never over MemoryLimitBytes).
+	DecodeBytes     int64
+	DecodeBytesPeak int64
 	// BindErrors are the listeners Listen could not bind.
 	BindErrors []BindError
 }
@@ -75,10 +85,11 @@ func (r *Receiver) Stats() Stats {
 		SpansHTTPProtobuf: c.spansHTTPProtobuf.Load(), SpansHTTPJSON: c.spansHTTPJSON.Load(), SpansGRPC: c.spansGRPC.Load(),
 		SpansRejected: c.spansRejected.Load(), PartialSuccesses: c.partialSucc.Load(),
 		SpansDelivered: c.spansDelivered.Load(), SpansDropped: c.spansDropped.Load(),
-		QueueFull: c.queueFull.Load(), Busy: c.busy.Load(), TooLarge: c.tooLarge.Load(), BadRequests: c.badRequests.Load(),
+		QueueFull: c.queueFull.Load(), Busy: c.busy.Load(), MemoryBusy: c.memoryBusy.Load(),
+		TooLarge: c.tooLarge.Load(), TooComplex: c.tooComplex.Load(), BadRequests: c.badRequests.Load(),
 		UnsupportedMedia: c.unsupportedMedia.Load(), MethodNotAllowed: c.methodNotAllowed.Load(), NotFound: c.notFound.Load(),
 		AfterStop: c.afterStop.Load(), Timeouts: c.timeouts.Load(),
-		QueuedSpans: qs, QueuedBytes: qb, BindErrors: bind,
+		QueuedSpans: qs, QueuedBytes: qb, DecodeBytes: r.mem.inUse(), DecodeBytesPeak: r.mem.peak.Load(), BindErrors: bind,
 	}
 }
 
@@ -95,8 +106,9 @@ func (r *Receiver) Stats() Stats {
 //   - Metadata: "listen" {http, grpc: address or null}, "bind_errors"
 //     [{protocol, address, error}], "counters" (Stats as snake_case
 //     integers: http_requests, grpc_requests, spans_received,
-//     spans_rejected, queue_full, busy, ...), "limits" (max_body_bytes,
-//     max_spans_per_export, queue_spans, queue_bytes,
+//     spans_rejected, queue_full, busy, memory_busy, too_large,
+//     too_complex, ...), "limits" (max_body_bytes, memory_limit_bytes,
+//     max_export_elements, max_value_depth, queue_spans, queue_bytes,
 //     max_concurrent_exports, retry_after_seconds), and
 //     "per_request_attribution": "gen_ai.request.id" (vLLM's request
 //     spans carry the request id there, so spans join requests one by one).
@@ -190,6 +202,8 @@ func (s Stats) counterMetadata() map[string]any {
 		"queue_full":          s.QueueFull,
 		"busy":                s.Busy,
 		"too_large":           s.TooLarge,
+		"too_complex":         s.TooComplex,
+		"memory_busy":         s.MemoryBusy,
 		"bad_requests":        s.BadRequests,
 		"unsupported_media":   s.UnsupportedMedia,
 		"method_not_allowed":  s.MethodNotAllowed,
@@ -205,7 +219,9 @@ func (s Stats) counterMetadata() map[string]any {
 func (r *Receiver) limitMetadata() map[string]any {
 	return map[string]any{
 		"max_body_bytes":         r.opts.MaxBodyBytes,
-		"max_spans_per_export":   int64(r.opts.MaxSpansPerExport),
+		"memory_limit_bytes":     r.opts.MemoryLimitBytes,
+		"max_export_elements":    int64(r.opts.MaxExportElements),
+		"max_value_depth":        int64(r.opts.MaxValueDepth),
 		"queue_spans":            int64(r.opts.QueueSpans),
 		"queue_bytes":            r.opts.QueueBytes,
 		"max_concurrent_exports": int64(r.opts.MaxConcurrentExports),

@@ -110,6 +110,7 @@ func convertTraces(td ptrace.Traces, o convertOptions) conversion {
 			}
 		}
 	}
+	artifact.ShareSpanMaps(res.records)
 	return res
 }
 

@@ -8,8 +8,13 @@
 // gen_ai.request.id (CandidateRequestIDs).
 //
 // The receiver never holds unbounded memory: bodies are limited after
-// decompression, the exports decoded at once are limited, and decoded spans
-// wait in a bounded queue for the single consumer; beyond these limits
-// exporters are told to retry (429/503 with Retry-After, or gRPC
-// ResourceExhausted/Unavailable with RetryInfo).
+// decompression; before an export is decoded a wire pre-scan counts its
+// elements and nesting (an element bomb is refused for good: 413, or
+// ResourceExhausted without RetryInfo); one memory limiter shared by both
+// transports charges each body as it is read and its decode cost before it
+// is decoded; and decoded spans wait in a bounded queue for the single
+// consumer. Beyond the limiter or the queue exporters are told to retry
+// (429/503 with Retry-After, or gRPC ResourceExhausted/Unavailable with
+// RetryInfo); no span count is limited, so no batch of real spans within
+// the body limit is refused for good.
 package receiver

@@ -2,51 +2,182 @@ package receiver
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/inferprobe/inferprobe/artifact"
-	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/gzip" // gzip-compressed gRPC exports (OTEL_EXPORTER_OTLP_COMPRESSION=gzip)
+	encproto "google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/tap"
 )
 
+// grpcServerOptions are the options of the gRPC server New creates: the
+// raw codec (the receiver decodes exports itself, after its pre-scan and
+// memory charge), MaxRecvMsgSize = MaxBodyBytes (gRPC answers
+// ResourceExhausted beyond, after decompression; the Collector's default is
+// 4 MiB), 2×MaxConcurrentExports streams per connection, and the tap that
+// refuses an export before its message is read (tap).
+func (r *Receiver) grpcServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.ForceServerCodecV2(rawCodec{}),
+		grpc.InTapHandle(r.tap),
+		grpc.MaxRecvMsgSize(int(min(r.opts.MaxBodyBytes, 1<<31-1))),
+		grpc.MaxConcurrentStreams(uint32(2 * r.opts.MaxConcurrentExports)),
+	}
+}
+
 // RegisterGRPC registers the receiver's OTLP TraceService on s (New already
-// registers it on the gRPC server Listen uses).
+// registers it on the gRPC server Listen uses). s must have been created
+// with GRPCServerOptions: the service reads each export's bytes itself.
 func (r *Receiver) RegisterGRPC(s *grpc.Server) {
-	ptraceotlp.RegisterGRPCServer(s, &grpcService{r: r})
+	s.RegisterService(&traceServiceDesc, &grpcService{r: r})
+}
+
+// GRPCServerOptions returns the server options RegisterGRPC needs (the
+// receiver's codec and message limits).
+func (r *Receiver) GRPCServerOptions() []grpc.ServerOption { return r.grpcServerOptions() }
+
+// traceServiceDesc is opentelemetry.proto.collector.trace.v1.TraceService
+// with a handler that takes the request's bytes undecoded (rawExport).
+var traceServiceDesc = grpc.ServiceDesc{
+	ServiceName: "opentelemetry.proto.collector.trace.v1.TraceService",
+	HandlerType: (*any)(nil),
+	Methods: []grpc.MethodDesc{{
+		MethodName: "Export",
+		Handler: func(srv any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+			var in rawExport
+			if err := dec(&in); err != nil {
+				return nil, err
+			}
+			defer in.free()
+			return srv.(*grpcService).export(ctx, in.body)
+		},
+	}},
+	Metadata: "opentelemetry/proto/collector/trace/v1/trace_service.proto",
+}
+
+// rawExport is a gRPC request message kept as its bytes: body is valid
+// until free.
+type rawExport struct {
+	data mem.BufferSlice // the message as gRPC holds it, referenced
+	buf  mem.Buffer      // or one pooled copy of it
+	body []byte
+}
+
+func (m *rawExport) free() {
+	if m.data != nil {
+		m.data.Free()
+		m.data = nil
+	}
+	if m.buf != nil {
+		m.buf.Free()
+		m.buf = nil
+	}
+	m.body = nil
+}
+
+// rawResponse is a gRPC response message already encoded.
+type rawResponse []byte
+
+// rawCodec is the server codec: a *rawExport takes the message bytes
+// (without a copy when gRPC holds them in one buffer, else one copy into a
+// buffer of gRPC's pool, as its protobuf codec does), a rawResponse is sent
+// as it is, and any other message goes through gRPC's protobuf codec.
+type rawCodec struct{}
+
+func (rawCodec) Name() string { return encproto.Name }
+
+func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if b, ok := v.(rawResponse); ok {
+		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+	}
+	return encoding.GetCodecV2(encproto.Name).Marshal(v)
+}
+
+func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	m, ok := v.(*rawExport)
+	if !ok {
+		return encoding.GetCodecV2(encproto.Name).Unmarshal(data, v)
+	}
+	if len(data) == 1 {
+		data.Ref()
+		m.data = data
+		m.body = data[0].ReadOnlyData()
+		return nil
+	}
+	m.buf = data.MaterializeToBuffer(mem.DefaultBufferPool())
+	m.body = m.buf.ReadOnlyData()
+	return nil
+}
+
+// tap runs when a gRPC stream opens, before its message is read (on the
+// gRPC listener; not for gRPC served through the HTTP port): while the
+// receiver is stopping, every export slot is taken, or the queue is near
+// full, the export is refused there, with the answer the handler would give
+// (Unavailable or ResourceExhausted with RetryInfo), so that a flood costs
+// no message reads. The handler checks again for the streams let through.
+func (r *Receiver) tap(ctx context.Context, _ *tap.Info) (context.Context, error) {
+	ref := r.checkStopping()
+	if ref == nil && len(r.slots) == cap(r.slots) {
+		ref = r.refuse(outcomeBusy, fmt.Sprintf("%d exports are already being decoded; retry later", cap(r.slots)))
+	}
+	if ref == nil {
+		if err := r.q.admit(0); err != nil {
+			ref = r.refuse(outcomeQueueFull, err.Error())
+		}
+	}
+	if ref != nil {
+		r.c.grpcRequests.Add(1)
+		return ctx, r.grpcError(ref)
+	}
+	return ctx, nil
 }
 
 // grpcService is the OTLP gRPC TraceService of a Receiver.
 type grpcService struct {
-	ptraceotlp.UnimplementedGRPCServer
 	r *Receiver
 }
 
-// Export handles one gRPC export: the answers of the outcomes table, an
-// ExportTraceServiceResponse (partial_success when spans were rejected) for
-// an accepted export, a status error with the outcome's code (and RetryInfo
-// when retryable) for a refused one.
-func (g *grpcService) Export(ctx context.Context, req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
+// export handles one gRPC export: the answers of the outcomes table, an
+// encoded ExportTraceServiceResponse (partial_success when spans were
+// rejected) for an accepted export, a status error with the outcome's code
+// (and RetryInfo when retryable) for a refused one. The message (already
+// read by gRPC, at most MaxRecvMsgSize) is charged on the memory limiter,
+// pre-scanned and only then decoded.
+func (g *grpcService) export(ctx context.Context, body []byte) (any, error) {
 	r := g.r
 	r.c.grpcRequests.Add(1)
 	if ref := r.checkStopping(); ref != nil {
-		return ptraceotlp.ExportResponse{}, r.grpcError(ref)
+		return nil, r.grpcError(ref)
 	}
 	if ref := r.enter(0); ref != nil {
-		return ptraceotlp.ExportResponse{}, r.grpcError(ref)
+		return nil, r.grpcError(ref)
 	}
 	defer r.leave()
+	res := reservation{l: &r.mem}
+	defer res.release()
+	if err := res.grow(int64(len(body))); err != nil {
+		return nil, r.grpcError(r.refuse(outcomeMemory, err.Error()))
+	}
+	ereq, ref := r.decodeExport(body, formatProtobuf, &res)
+	if ref != nil {
+		return nil, r.grpcError(ref)
+	}
 	host := ""
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
 		host = peerHost(p.Addr.String())
 	}
-	td := req.Traces()
-	var sizer ptrace.ProtoMarshaler
-	conv, ref := r.accept(td, artifact.SpanSourceGRPC, host, sizer.TracesSize(td))
+	conv, ref := r.accept(ereq.Traces(), artifact.SpanSourceGRPC, host, len(body))
 	if ref != nil {
-		return ptraceotlp.ExportResponse{}, r.grpcError(ref)
+		return nil, r.grpcError(ref)
 	}
 	r.c.spansGRPC.Add(int64(len(conv.records)))
-	return exportResponse(conv), nil
+	out, err := exportResponse(conv).MarshalProto()
+	if err != nil { // cannot happen for a response message
+		return nil, fmt.Errorf("receiver: encoding the export response: %w", err)
+	}
+	return rawResponse(out), nil
 }

@@ -36,15 +36,29 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		ref = r.admitHTTP(req.ContentLength, gz)
 	}
 	if ref != nil {
+		if answers[ref.outcome].retryable {
+			drainBody(req.Body)
+		}
 		r.writeRefusal(w, format, ref)
 		return
 	}
 	defer r.leave()
-	buf := getBuffer()
-	defer putBuffer(buf)
-	if ref := r.exportHTTP(w, req, format, gz, buf); ref != nil {
+	if ref := r.exportHTTP(w, req, format, gz); ref != nil {
 		r.writeRefusal(w, format, ref)
 	}
+}
+
+// maxDrainBytes bounds the body of a request refused retryably before it
+// was read that is read and discarded, so that the exporter's retry reuses
+// the connection: 4 MiB, above any vLLM batch. (net/http itself discards at
+// most 256 KiB, less than one 512-span export, and closes the connection
+// beyond, so every refusal in a flood would otherwise cost a new
+// connection.) A longer body closes the connection.
+const maxDrainBytes = 4 << 20
+
+// drainBody reads and discards up to maxDrainBytes of an unread body.
+func drainBody(body io.Reader) {
+	_, _ = io.CopyN(io.Discard, body, maxDrainBytes)
 }
 
 // route answers a request for another path (404) or with another method
@@ -103,27 +117,28 @@ func (r *Receiver) admitHTTP(contentLength int64, gz bool) *refusal {
 	return r.enter(expect)
 }
 
-// exportHTTP reads an admitted export's body into buf, decodes and accepts
-// it, and answers 200 with the ExportTraceServiceResponse in the request's
-// format; a refusal is returned unanswered.
-func (r *Receiver) exportHTTP(w http.ResponseWriter, req *http.Request, format bodyFormat, gz bool, buf *bytes.Buffer) *refusal {
+// exportHTTP reads an admitted export's body (charged on the memory
+// limiter as it grows), pre-scans, decodes and accepts it, and answers 200
+// with the ExportTraceServiceResponse in the request's format; a refusal is
+// returned unanswered. The charge is released when it returns.
+func (r *Receiver) exportHTTP(w http.ResponseWriter, req *http.Request, format bodyFormat, gz bool) *refusal {
+	res := reservation{l: &r.mem}
+	defer res.release()
 	max := r.opts.MaxBodyBytes
+	hint := int64(0)
 	if !gz && req.ContentLength > 0 {
-		buf.Grow(int(req.ContentLength))
+		hint = req.ContentLength
 	}
-	if err := readBody(w, req.Body, gz, max, wireLimit(max, gz), buf); err != nil {
+	bp := getBuffer()
+	defer putBuffer(bp)
+	body, err := readBody(w, req.Body, gz, max, wireLimit(max, gz), hint, &res, *bp)
+	*bp = body[:0]
+	if err != nil {
 		return r.bodyRefusal(err, max)
 	}
-	body := buf.Bytes()
-	ereq := ptraceotlp.NewExportRequest()
-	var derr error
-	if format == formatJSON {
-		derr = decodeJSONExport(ereq, body)
-	} else {
-		derr = ereq.UnmarshalProto(body)
-	}
-	if derr != nil {
-		return r.refuse(outcomeBadRequest, "undecodable OTLP "+format.String()+" export: "+truncate(derr.Error(), 200))
+	ereq, ref := r.decodeExport(body, format, &res)
+	if ref != nil {
+		return ref
 	}
 	conv, ref := r.accept(ereq.Traces(), artifact.SpanSourceHTTP, peerHost(req.RemoteAddr), len(body))
 	if ref != nil {
@@ -140,7 +155,10 @@ func (r *Receiver) exportHTTP(w http.ResponseWriter, req *http.Request, format b
 
 // bodyRefusal is the refusal of a body readBody could not read.
 func (r *Receiver) bodyRefusal(err error, max int64) *refusal {
+	var me *memoryError
 	switch {
+	case errors.As(err, &me):
+		return r.refuse(outcomeMemory, me.Error())
 	case errors.Is(err, errTooLarge):
 		return r.refuse(outcomeTooLarge, fmt.Sprintf("body is over the %d-byte limit (after decompression)", max))
 	case errors.Is(err, errTimeout):
@@ -242,10 +260,13 @@ var (
 
 var gzipReaders sync.Pool
 
-// readBody reads an HTTP body into buf: at most wireMax bytes off the wire,
-// at most max bytes after decompression (errTooLarge beyond, without
-// reading further: a gzip bomb is never inflated past max+1 bytes).
-func readBody(w http.ResponseWriter, rc io.ReadCloser, gz bool, max, wireMax int64, buf *bytes.Buffer) error {
+// readBody reads an HTTP body into buf (reused from its start): at most
+// wireMax bytes off the wire, at most max bytes after decompression
+// (errTooLarge beyond, without reading further: a gzip bomb is never
+// inflated past max+1 bytes). hint is the body's length when known (0
+// otherwise). Every byte of the buffer's capacity is charged on res before
+// it is allocated: a *memoryError when the limiter cannot hold it now.
+func readBody(w http.ResponseWriter, rc io.ReadCloser, gz bool, max, wireMax, hint int64, res *reservation, buf []byte) ([]byte, error) {
 	body := http.MaxBytesReader(w, rc, wireMax)
 	var src io.Reader = body
 	if gz {
@@ -257,36 +278,79 @@ func readBody(w http.ResponseWriter, rc io.ReadCloser, gz bool, max, wireMax int
 			err = zr.Reset(body)
 		}
 		if err != nil {
-			if isTimeout(err) {
-				return errTimeout
-			}
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				return errTooLarge
-			}
-			return fmt.Errorf("invalid gzip body: %v", err)
+			return buf[:0], readError(err, gz)
 		}
 		defer gzipReaders.Put(zr)
 		src = zr
 	}
-	n, err := buf.ReadFrom(io.LimitReader(src, max+1))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		switch {
-		case errors.As(err, &mbe):
-			return errTooLarge
-		case isTimeout(err):
-			return errTimeout
-		case gz:
-			return fmt.Errorf("invalid gzip body: %v", err)
-		default:
-			return fmt.Errorf("reading the body: %v", err)
+	buf = buf[:0]
+	if hint > 0 && int64(cap(buf)) < hint+1 {
+		buf = nil // a buffer of the known length is allocated (and charged) below
+	}
+	if err := res.grow(int64(cap(buf))); err != nil {
+		return buf, err
+	}
+	if hint > 0 && buf == nil {
+		if err := res.grow(hint + 1); err != nil {
+			return buf, err
+		}
+		buf = make([]byte, 0, hint+1)
+	}
+	buf, err := readCharged(src, buf, max, res)
+	if err != nil && !errors.Is(err, errTooLarge) {
+		var me *memoryError
+		if !errors.As(err, &me) {
+			err = readError(err, gz)
 		}
 	}
-	if n > max {
-		return errTooLarge
+	return buf, err
+}
+
+// readCharged appends src to buf until EOF, at most limit+1 bytes
+// (errTooLarge beyond), doubling the buffer (from 64 KiB) as it fills, each
+// growth charged on res before it is allocated.
+func readCharged(src io.Reader, buf []byte, limit int64, res *reservation) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			want := min(max(2*cap(buf), 64<<10), int(limit)+1)
+			if want <= cap(buf) {
+				return buf, errTooLarge
+			}
+			if err := res.grow(int64(want - cap(buf))); err != nil {
+				return buf, err
+			}
+			nb := make([]byte, len(buf), want)
+			copy(nb, buf)
+			buf = nb
+		}
+		n, err := src.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > limit {
+			return buf, errTooLarge
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
 	}
-	return nil
+}
+
+// readError is the error of a failed body read: errTooLarge past the wire
+// limit, errTimeout, or the error itself named as a gzip or read error.
+func readError(err error, gz bool) error {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return errTooLarge
+	case isTimeout(err):
+		return errTimeout
+	case gz:
+		return fmt.Errorf("invalid gzip body: %v", err)
+	default:
+		return fmt.Errorf("reading the body: %v", err)
+	}
 }
 
 func isTimeout(err error) bool {
@@ -310,18 +374,20 @@ func decodeJSONExport(req ptraceotlp.ExportRequest, body []byte) error {
 	return req.UnmarshalJSON(trimmed)
 }
 
+// buffers holds body buffers of at most maxPooledBuffer bytes for reuse.
 var buffers sync.Pool
 
-func getBuffer() *bytes.Buffer {
-	if b, ok := buffers.Get().(*bytes.Buffer); ok {
-		b.Reset()
+const maxPooledBuffer = 4 << 20
+
+func getBuffer() *[]byte {
+	if b, ok := buffers.Get().(*[]byte); ok {
 		return b
 	}
-	return new(bytes.Buffer)
+	return new([]byte)
 }
 
-func putBuffer(b *bytes.Buffer) {
-	if b.Cap() <= 4<<20 {
+func putBuffer(b *[]byte) {
+	if cap(*b) <= maxPooledBuffer {
 		buffers.Put(b)
 	}
 }

@@ -313,16 +313,24 @@ func TestGzipBombRefusedEarly(t *testing.T) {
 	if bomb.Len() > 2<<20 {
 		t.Fatalf("bomb is %d bytes", bomb.Len())
 	}
-	const max = 4 << 20 // the default is 32 MiB; a smaller limit keeps the test fast
+	const max = 4 << 20 // the default is 16 MiB; a smaller limit keeps the test fast
 	cr := &countingReader{r: bytes.NewReader(bomb.Bytes())}
-	var buf bytes.Buffer
 	rec := httptest.NewRecorder()
-	err := readBody(rec, io.NopCloser(cr), true, max, wireLimit(max, true), &buf)
+	lim := memLimiter{limit: 2 * max}
+	res := reservation{l: &lim}
+	buf, err := readBody(rec, io.NopCloser(cr), true, max, wireLimit(max, true), 0, &res, nil)
 	if err != errTooLarge {
 		t.Fatalf("err %v, want errTooLarge", err)
 	}
-	if buf.Len() > max+1 {
-		t.Fatalf("inflated %d bytes, limit %d", buf.Len(), max)
+	if len(buf) > max+1 || cap(buf) > max+1 {
+		t.Fatalf("inflated %d bytes (buffer %d), limit %d", len(buf), cap(buf), max)
+	}
+	if res.charged != int64(cap(buf)) || lim.inUse() != res.charged {
+		t.Fatalf("charged %d (limiter %d) for a %d-byte buffer", res.charged, lim.inUse(), cap(buf))
+	}
+	res.release()
+	if lim.inUse() != 0 {
+		t.Fatalf("limiter holds %d after release", lim.inUse())
 	}
 	if cr.n >= int64(bomb.Len()) {
 		t.Fatalf("read the whole %d-byte bomb", bomb.Len())

@@ -43,15 +43,53 @@ func (r *Receiver) enter(expect int64) *refusal {
 // leave releases the slot of an export enter admitted.
 func (r *Receiver) leave() { <-r.slots }
 
+// decodeExport pre-scans an export body (scanProtoExport or
+// scanJSONExport), charges its decode cost on res, and only then decodes
+// it. A body over the element or nesting limits, or whose cost could never
+// fit the memory limiter, is refused for good (outcomeTooComplex); one the
+// limiter cannot hold now, retryably (outcomeMemory); a malformed one is
+// outcomeBadRequest.
+func (r *Receiver) decodeExport(body []byte, format bodyFormat, res *reservation) (ptraceotlp.ExportRequest, *refusal) {
+	lim := scanLimits{maxElements: r.opts.MaxExportElements, maxDepth: r.opts.MaxValueDepth}
+	var counts exportCounts
+	var err error
+	if format == formatJSON {
+		counts, err = scanJSONExport(body, lim)
+	} else {
+		counts, err = scanProtoExport(body, lim)
+	}
+	switch {
+	case errors.Is(err, errOverLimit):
+		return ptraceotlp.ExportRequest{}, r.refuse(outcomeTooComplex, err.Error())
+	case err != nil && format == formatJSON:
+		return ptraceotlp.ExportRequest{}, r.refuse(outcomeBadRequest, "invalid JSON: "+truncate(err.Error(), 200))
+	case err != nil:
+		return ptraceotlp.ExportRequest{}, r.refuse(outcomeBadRequest, "undecodable OTLP protobuf export: "+truncate(err.Error(), 200))
+	}
+	if err := res.growTo(decodeCost(len(body), &counts)); err != nil {
+		var me *memoryError
+		if errors.As(err, &me) && !me.never {
+			return ptraceotlp.ExportRequest{}, r.refuse(outcomeMemory, err.Error())
+		}
+		return ptraceotlp.ExportRequest{}, r.refuse(outcomeTooComplex, err.Error())
+	}
+	ereq := ptraceotlp.NewExportRequest()
+	if format == formatJSON {
+		err = decodeJSONExport(ereq, body)
+	} else {
+		err = ereq.UnmarshalProto(body)
+	}
+	if err != nil {
+		return ptraceotlp.ExportRequest{}, r.refuse(outcomeBadRequest, "undecodable OTLP "+format.String()+" export: "+truncate(err.Error(), 200))
+	}
+	return ereq, nil
+}
+
 // accept converts and queues the spans of one export. wireBytes sizes the
 // queue charge: 3 bytes per wire byte plus 256 per span. It refuses an
-// export over MaxSpansPerExport spans (outcomeTooManySpans), one that does
-// not fit the queue whole (outcomeQueueFull) and any once the queue is
-// closed (outcomeStopping).
+// export that does not fit the queue whole (outcomeQueueFull) and any once
+// the queue is closed (outcomeStopping); no span count is limited.
 func (r *Receiver) accept(td ptrace.Traces, source, peer string, wireBytes int) (conversion, *refusal) {
-	if n := td.SpanCount(); n > r.opts.MaxSpansPerExport {
-		return conversion{}, r.refuse(outcomeTooManySpans, fmt.Sprintf("too many spans in one export: %d spans, limit %d", n, r.opts.MaxSpansPerExport))
-	}
 	now := r.opts.Now().UnixNano()
 	conv := convertTraces(td, convertOptions{
 		sessionID: r.opts.SessionID, runID: r.opts.RunID, source: source,

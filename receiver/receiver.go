@@ -28,10 +28,29 @@ const (
 
 // Defaults of Options: the receiver limits that bound its memory.
 const (
-	// DefaultMaxBodyBytes bounds one export after decompression: 32 MiB.
-	DefaultMaxBodyBytes = 32 << 20
-	// DefaultMaxSpansPerExport bounds the spans of one export.
-	DefaultMaxSpansPerExport = 10_000
+	// DefaultMaxBodyBytes bounds one export after decompression: 16 MiB.
+	// vLLM's exporter sends batches of at most 512 spans (about 0.3 MiB of
+	// protobuf); a Collector's batch processor at its default 8,192 spans
+	// about 5 MiB, and the 12,000-span exports it was seen to send 7 MiB.
+	DefaultMaxBodyBytes = 16 << 20
+	// DefaultMemoryLimitBytes bounds the bytes held at once by the exports
+	// being read, decoded and converted, over every connection of both
+	// transports (see decodeCost): 128 MiB, which holds the largest export
+	// DefaultMaxBodyBytes allows of real spans (about 28,000 vLLM spans cost
+	// about 105 MiB).
+	DefaultMemoryLimitBytes = 128 << 20
+	// DefaultMaxExportElements bounds the elements of one export counted by
+	// the pre-scan (resource spans, scope spans, spans, events, links,
+	// attributes, array values; for JSON, objects and arrays): 1,048,576. A
+	// full 16 MiB export of vLLM spans has about 420,000; 16 MiB of empty
+	// ResourceSpans would have 8 million.
+	DefaultMaxExportElements = 1 << 20
+	// DefaultMaxValueDepth bounds the nesting of attribute values in an
+	// export: 32 levels (an array or kvlist value inside another is one
+	// level). An export nested deeper is refused whole (413), before the
+	// decoder, whose own recursion limit (100 messages) would refuse a
+	// kvlist nested 33 levels as undecodable.
+	DefaultMaxValueDepth = 32
 	// DefaultQueueSpans and DefaultQueueBytes bound the spans decoded but
 	// not yet consumed.
 	DefaultQueueSpans = 100_000
@@ -58,12 +77,25 @@ type Options struct {
 	// still handed on. Nil discards the spans (they still count as
 	// delivered). The Receiver never closes the sink.
 	Sink artifact.Sink
-	// MaxBodyBytes bounds an HTTP body after gzip decompression and a gRPC
-	// message after decompression (413 / ResourceExhausted beyond).
+	// MaxBodyBytes bounds an HTTP body after gzip decompression (413
+	// beyond) and a gRPC message after decompression (the gRPC server's
+	// MaxRecvMsgSize: ResourceExhausted beyond).
 	MaxBodyBytes int64
-	// MaxSpansPerExport bounds the spans of one export (413 /
-	// InvalidArgument beyond).
-	MaxSpansPerExport int
+	// MemoryLimitBytes bounds the bytes held at once by the exports being
+	// read, decoded and converted, HTTP and gRPC together: a body is charged
+	// as it is read (and inflated), then its decode cost (about 2 bytes per
+	// wire byte, 140 per element and 1 KiB per span) before it is decoded.
+	// A charge that does not fit now is refused retryably (429 /
+	// ResourceExhausted with RetryInfo); an export whose cost is over the
+	// whole limit is refused for good (413 / ResourceExhausted). Raised to
+	// 2×MaxBodyBytes when smaller.
+	MemoryLimitBytes int64
+	// MaxExportElements and MaxValueDepth bound one export by its pre-scan,
+	// before it is decoded (413 / ResourceExhausted beyond; see
+	// DefaultMaxExportElements and DefaultMaxValueDepth). No span count is
+	// limited: a batch of real spans within MaxBodyBytes is accepted.
+	MaxExportElements int
+	MaxValueDepth     int
 	// QueueSpans and QueueBytes bound the queue between the handlers and
 	// the sink; bytes are an estimate of the decoded records. An export that
 	// does not fit whole is refused (503 / Unavailable, retryable) — spans
@@ -76,8 +108,7 @@ type Options struct {
 	// MaxConcurrentExports bounds the exports being read and decoded at once,
 	// HTTP and gRPC together; beyond it an export is refused at once
 	// (429 / ResourceExhausted with RetryInfo). Memory held by exports in
-	// flight is bounded by about MaxConcurrentExports × MaxBodyBytes × the
-	// decode expansion, plus the queue.
+	// flight is bounded by MemoryLimitBytes, plus the queue.
 	MaxConcurrentExports int
 	// RetryAfter is the delay advertised with 429/503 (Retry-After, whole
 	// seconds rounded up) and gRPC refusals (RetryInfo).
@@ -95,8 +126,15 @@ func (o *Options) setDefaults() {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if o.MaxSpansPerExport <= 0 {
-		o.MaxSpansPerExport = DefaultMaxSpansPerExport
+	if o.MemoryLimitBytes <= 0 {
+		o.MemoryLimitBytes = DefaultMemoryLimitBytes
+	}
+	o.MemoryLimitBytes = max(o.MemoryLimitBytes, 2*o.MaxBodyBytes)
+	if o.MaxExportElements <= 0 {
+		o.MaxExportElements = DefaultMaxExportElements
+	}
+	if o.MaxValueDepth <= 0 {
+		o.MaxValueDepth = DefaultMaxValueDepth
 	}
 	if o.QueueSpans <= 0 {
 		o.QueueSpans = DefaultQueueSpans
@@ -133,9 +171,12 @@ func (o *Options) setDefaults() {
 // end before start, values nested over 64 levels); 400 for an undecodable
 // body; 404 for another path; 405 for another method; 413 for a body over
 // MaxBodyBytes (counted after decompression: a gzip bomb is refused after
-// inflating at most MaxBodyBytes+1 bytes) or over MaxSpansPerExport spans;
-// 415 for an unsupported Content-Type or Content-Encoding; 429 with
+// inflating at most MaxBodyBytes+1 bytes), or over MaxExportElements
+// elements or MaxValueDepth levels by the pre-scan that runs before the
+// decoder, or whose decode cost is over MemoryLimitBytes; 415 for an unsupported Content-Type or Content-Encoding; 429 with
 // Retry-After when MaxConcurrentExports exports are already in flight; 503
+// with Retry-After also when the memory limiter is held by other exports
+// (checked as the body is read and before it is decoded); 503
 // with Retry-After when the queue is full (near full: before the body is
 // read) or the receiver is stopping.
 // Error bodies are google.rpc.Status messages. gRPC answers use the
@@ -146,6 +187,7 @@ type Receiver struct {
 	opts  Options
 	grpc  *grpc.Server
 	slots chan struct{}
+	mem   memLimiter
 	q     queue
 
 	stopping     atomic.Bool
@@ -174,6 +216,7 @@ type counters struct {
 	spansHTTPProtobuf, spansHTTPJSON, spansGRPC                  atomic.Int64
 	spansRejected, spansDelivered, spansDropped                  atomic.Int64
 	queueFull, busy, tooLarge, badRequests, unsupportedMedia     atomic.Int64
+	tooComplex, memoryBusy                                       atomic.Int64
 	methodNotAllowed, notFound, afterStop, timeouts, partialSucc atomic.Int64
 	exportsAccepted                                              atomic.Int64
 }
@@ -188,11 +231,9 @@ func New(opts Options) *Receiver {
 		slots:        make(chan struct{}, opts.MaxConcurrentExports),
 		consumerDone: make(chan struct{}),
 	}
+	r.mem.limit = opts.MemoryLimitBytes
 	r.q.init(opts.QueueSpans, opts.QueueBytes)
-	r.grpc = grpc.NewServer(
-		grpc.MaxRecvMsgSize(int(min(opts.MaxBodyBytes, 1<<31-1))),
-		grpc.MaxConcurrentStreams(uint32(2*opts.MaxConcurrentExports)),
-	)
+	r.grpc = grpc.NewServer(r.grpcServerOptions()...)
 	r.RegisterGRPC(r.grpc)
 	go r.consume()
 	return r

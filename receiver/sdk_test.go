@@ -174,11 +174,11 @@ func TestOTelSDKHTTPExporterSeesQueueFull(t *testing.T) {
 	}
 }
 
-// Hand-made gRPC exports: partial success, too many spans, busy and full
-// queue with RetryInfo.
+// Hand-made gRPC exports: partial success, an element bomb (refused for
+// good), busy and full queue with RetryInfo.
 func TestGRPCAnswers(t *testing.T) {
 	release := make(chan struct{})
-	r := startReceiver(t, Options{SessionID: "sess-1", RunID: "run-1", QueueSpans: 10, MaxSpansPerExport: 50,
+	r := startReceiver(t, Options{SessionID: "sess-1", RunID: "run-1", QueueSpans: 10, MaxExportElements: 300,
 		RetryAfter: 3 * time.Second, Sink: artifact.SinkFunc(func(artifact.Record) error { <-release; return nil })})
 	defer close(release)
 	cc, err := grpc.NewClient(r.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -198,9 +198,11 @@ func TestGRPCAnswers(t *testing.T) {
 	if ps := resp.PartialSuccess(); ps.RejectedSpans() != 1 || !strings.Contains(ps.ErrorMessage(), "span_id missing or all zero") {
 		t.Fatalf("partial success %d %q", ps.RejectedSpans(), ps.ErrorMessage())
 	}
+	// 51 spans of 12 attributes each are over 300 elements: refused for
+	// good (ResourceExhausted without RetryInfo), before decoding.
 	_, err = client.Export(ctx, ptraceotlp.NewExportRequestFromTraces(vllmTraces(1, 51)))
-	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "51 spans, limit 50") {
-		t.Fatalf("too many spans: %v", err)
+	if st := status.Convert(err); st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "more than 300 elements") || len(st.Details()) != 0 {
+		t.Fatalf("element bomb: %v %v", err, st.Details())
 	}
 	// 5 spans held by the consumer, 6 more would pass 10.
 	_, err = client.Export(ctx, ptraceotlp.NewExportRequestFromTraces(vllmTraces(2, 6)))
@@ -229,7 +231,7 @@ func TestGRPCAnswers(t *testing.T) {
 		t.Fatalf("busy: %v", err)
 	}
 	s := r.Stats()
-	if s.GRPCRequests != 4 || s.SpansGRPC != 5 || s.SpansRejected != 1 || s.QueueFull != 1 || s.Busy != 1 || s.TooLarge != 1 {
+	if s.GRPCRequests != 4 || s.SpansGRPC != 5 || s.SpansRejected != 1 || s.QueueFull != 1 || s.Busy != 1 || s.TooComplex != 1 || s.TooLarge != 0 {
 		t.Fatalf("stats %+v", s)
 	}
 }

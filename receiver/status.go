@@ -29,8 +29,15 @@ const (
 	// outcomeTooLarge: a body over MaxBodyBytes, by its Content-Length or
 	// after decompression (HTTP only: gRPC enforces its own message limit).
 	outcomeTooLarge
-	// outcomeTooManySpans: an export over MaxSpansPerExport spans.
-	outcomeTooManySpans
+	// outcomeTooComplex: an export over MaxExportElements elements or
+	// MaxValueDepth nesting levels by its pre-scan, or one whose decode cost
+	// is over MemoryLimitBytes even with no other export in flight: an
+	// element bomb, never a batch of real spans. Permanent (413, and
+	// ResourceExhausted without RetryInfo, which OTLP clients do not retry).
+	outcomeTooComplex
+	// outcomeMemory: the memory limiter cannot hold the export now (other
+	// exports hold it): retryable.
+	outcomeMemory
 	// outcomeBusy: MaxConcurrentExports exports already in flight.
 	outcomeBusy
 	// outcomeQueueFull: the export does not fit the queue (or the queue is
@@ -67,7 +74,8 @@ var answers = [...]answer{
 	outcomePartial:          {httpStatus: http.StatusOK, grpcCode: codes.OK},
 	outcomeUnsupportedMedia: {httpStatus: http.StatusUnsupportedMediaType, grpcCode: codes.InvalidArgument},
 	outcomeTooLarge:         {httpStatus: http.StatusRequestEntityTooLarge, grpcCode: codes.InvalidArgument},
-	outcomeTooManySpans:     {httpStatus: http.StatusRequestEntityTooLarge, grpcCode: codes.InvalidArgument},
+	outcomeTooComplex:       {httpStatus: http.StatusRequestEntityTooLarge, grpcCode: codes.ResourceExhausted},
+	outcomeMemory:           {httpStatus: http.StatusTooManyRequests, grpcCode: codes.ResourceExhausted, retryable: true},
 	outcomeBusy:             {httpStatus: http.StatusTooManyRequests, grpcCode: codes.ResourceExhausted, retryable: true},
 	outcomeQueueFull:        {httpStatus: http.StatusServiceUnavailable, grpcCode: codes.Unavailable, retryable: true},
 	outcomeStopping:         {httpStatus: http.StatusServiceUnavailable, grpcCode: codes.Unavailable, retryable: true, message: errStopped.Error()},
@@ -99,10 +107,14 @@ func (c *counters) refused(o outcome) {
 	switch o {
 	case outcomeUnsupportedMedia:
 		c.unsupportedMedia.Add(1)
-	case outcomeTooLarge, outcomeTooManySpans:
+	case outcomeTooLarge:
 		c.tooLarge.Add(1)
+	case outcomeTooComplex:
+		c.tooComplex.Add(1)
 	case outcomeBusy:
 		c.busy.Add(1)
+	case outcomeMemory:
+		c.memoryBusy.Add(1)
 	case outcomeQueueFull:
 		c.queueFull.Add(1)
 	case outcomeStopping:

@@ -11,7 +11,11 @@
 // the accepted and offered span rates, the peak RSS and the receiver's counters. It exits 1 when
 // the flood drew no 429/503 answer or the peak RSS reached -max-rss-mib.
 //
-// Usage: go run ./bench/receiverflood [-factor 10] [-duration 10s] [-procs 1]
+// With -bombs it sends the element bombs of bombs.go instead (one at a time, four at once for
+// one shape), printing each answer and the child's peak RSS; it exits 1 when a bomb is accepted,
+// a real export afterwards is not, or the RSS reaches -max-rss-mib (256 by default there).
+//
+// Usage: go run ./bench/receiverflood [-factor 10] [-duration 10s] [-procs 1] [-bombs]
 package main
 
 import (
@@ -46,6 +50,7 @@ import (
 
 func main() {
 	serve := flag.Bool("serve", false, "run the receiver (child mode)")
+	bombMode := flag.Bool("bombs", false, "send the element bombs (see bombs.go) instead of a flood, with -max-rss-mib 256 unless set")
 	procs := flag.Int("procs", 1, "GOMAXPROCS of the receiver process")
 	consumer := flag.String("consumer", "marshal", "what the consumer does with each span: marshal (encode its artifact line) or noop")
 	factor := flag.Float64("factor", 10, "offered load as a multiple of the measured capacity")
@@ -62,10 +67,27 @@ func main() {
 	}
 	cfg := config{procs: *procs, consumer: *consumer, factor: *factor, duration: *duration, calibrate: *calibrate,
 		clients: *clients, batch: *batch, inflight: *inflight, maxRSSMiB: *maxRSS}
+	if *bombMode {
+		if !flagSet("max-rss-mib") {
+			cfg.maxRSSMiB = 256
+		}
+		if err := runBombs(cfg); err != nil {
+			fmt.Fprintln(os.Stderr, "receiverflood:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := runFlood(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "receiverflood:", err)
 		os.Exit(1)
 	}
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // runServer is the child: a receiver on 127.0.0.1:0 behind a mux that also serves /stats.

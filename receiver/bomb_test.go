@@ -1,0 +1,382 @@
+package receiver
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// The element bombs of the receiver's threat model, each answered 413 /
+// 429 over HTTP and ResourceExhausted over gRPC with the default limits,
+// the memory limiter's charge never over MemoryLimitBytes, and the
+// receiver still accepting a real export afterwards.
+
+var gzipHdr = map[string]string{"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"}
+
+// emptyResourceSpans is an ExportTraceServiceRequest of n empty
+// ResourceSpans: 2 bytes each on the wire (tag 0x0a, length 0).
+func emptyResourceSpans(n int) []byte {
+	return bytes.Repeat([]byte{0x0a, 0x00}, n)
+}
+
+// rawExportCall sends body as one gRPC Export message (gzip-compressed when
+// gz), as it is, and returns the call's error.
+func rawExportCall(t testing.TB, r *Receiver, body []byte, gz bool) error {
+	t.Helper()
+	cc, err := grpc.NewClient(r.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	opts := []grpc.CallOption{grpc.ForceCodecV2(rawCodec{})}
+	if gz {
+		opts = append(opts, grpc.UseCompressor("gzip"))
+	}
+	var out rawExport
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // inflating 16 MiB four at once under -race is slow
+	defer cancel()
+	return cc.Invoke(ctx, "/opentelemetry.proto.collector.trace.v1.TraceService/Export", rawResponse(body), &out, opts...)
+}
+
+// heapWatch samples the heap in use every 2 ms until stopped and returns
+// the highest sample in MiB (reported, never asserted: the bound asserted
+// is the limiter's).
+func heapWatch() (stop func() float64) {
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var m runtime.MemStats
+		for {
+			runtime.ReadMemStats(&m)
+			if m.HeapInuse > peak.Load() {
+				peak.Store(m.HeapInuse)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	return func() float64 {
+		close(done)
+		wg.Wait()
+		return float64(peak.Load()) / (1 << 20)
+	}
+}
+
+// checkBounded asserts the limiter's peak stayed within its limit and is
+// released now, and that a real export is still accepted over HTTP.
+func checkBounded(t *testing.T, r *Receiver, heapMiB float64) {
+	t.Helper()
+	s := r.Stats()
+	t.Logf("limiter peak %.1f MiB of %.0f MiB; heap in use peak %.1f MiB (test client included)",
+		float64(s.DecodeBytesPeak)/(1<<20), float64(r.opts.MemoryLimitBytes)/(1<<20), heapMiB)
+	if s.DecodeBytesPeak > r.opts.MemoryLimitBytes {
+		t.Errorf("limiter peak %d over the %d-byte limit", s.DecodeBytesPeak, r.opts.MemoryLimitBytes)
+	}
+	if s.DecodeBytes != 0 {
+		t.Errorf("limiter still holds %d bytes", s.DecodeBytes)
+	}
+	resp, out := post(t, tracesURL(r), protoBody(t, vllmTraces(9, 4)), protoHdr)
+	if resp.StatusCode != 200 {
+		t.Errorf("a real export after the bomb: %d %q", resp.StatusCode, out)
+	}
+}
+
+func wantHTTP(t *testing.T, r *Receiver, body []byte, hdr map[string]string, code int, msg string) {
+	t.Helper()
+	resp, out := post(t, tracesURL(r), body, hdr)
+	if resp.StatusCode != code {
+		t.Fatalf("status %d %q, want %d", resp.StatusCode, out, code)
+	}
+	if st := decodeStatus(t, resp, out); !strings.Contains(st.Message, msg) {
+		t.Fatalf("message %q, want %q", st.Message, msg)
+	}
+}
+
+// wantGRPCExhausted asserts a ResourceExhausted answer containing msg,
+// with RetryInfo exactly when retry.
+func wantGRPCExhausted(t *testing.T, err error, msg string, retry bool) {
+	t.Helper()
+	st := status.Convert(err)
+	if st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), msg) {
+		t.Fatalf("gRPC answer %v, want ResourceExhausted containing %q", err, msg)
+	}
+	hasRetry := false
+	for _, d := range st.Details() {
+		if _, ok := d.(*errdetails.RetryInfo); ok {
+			hasRetry = true
+		}
+	}
+	if hasRetry != retry {
+		t.Fatalf("gRPC answer %v: RetryInfo %v, want %v", err, hasRetry, retry)
+	}
+}
+
+// A 19 kB gzip body inflating to 19 MiB of empty ResourceSpans: over the
+// 16 MiB decompressed limit, refused after inflating 16 MiB + 1 byte.
+func TestBombGzipEmptyResourceSpans(t *testing.T) {
+	r := startReceiver(t, Options{})
+	bomb := gzipped(t, emptyResourceSpans(19<<19))
+	t.Logf("bomb: %d bytes on the wire, %d inflated", len(bomb), 19<<20)
+	stop := heapWatch()
+	wantHTTP(t, r, bomb, gzipHdr, 413, "after decompression")
+	wantGRPCExhausted(t, rawExportCall(t, r, emptyResourceSpans(19<<19), true), "larger than max", false)
+	checkBounded(t, r, stop())
+}
+
+// Four such bombs at once on each transport: every one refused, the charge
+// bounded, the receiver still serving.
+func TestBombFourAtOnce(t *testing.T) {
+	r := startReceiver(t, Options{ReadTimeout: 3 * time.Minute}) // under -race the four inflations take tens of seconds
+	plain := emptyResourceSpans(19 << 19)
+	bomb := gzipped(t, plain)
+	stop := heapWatch()
+	var wg sync.WaitGroup
+	codesSeen := make(chan string, 8)
+	for i := 0; i < 4; i++ {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			resp, _ := post(t, tracesURL(r), bomb, gzipHdr)
+			codesSeen <- "http " + strconv.Itoa(resp.StatusCode)
+		}()
+		go func() {
+			defer wg.Done()
+			codesSeen <- "grpc " + status.Code(rawExportCall(t, r, plain, true)).String()
+		}()
+	}
+	wg.Wait()
+	close(codesSeen)
+	for c := range codesSeen {
+		if c != "http 413" && c != "http 429" && c != "grpc ResourceExhausted" {
+			t.Errorf("answer %s", c)
+		}
+	}
+	checkBounded(t, r, stop())
+}
+
+// A gzip body just under the decompressed limit, all empty ResourceSpans
+// (8 million elements): read, pre-scanned and refused for good without
+// being decoded.
+func TestBombJustUnderLimit(t *testing.T) {
+	r := startReceiver(t, Options{})
+	plain := emptyResourceSpans((DefaultMaxBodyBytes - 2) / 2)
+	stop := heapWatch()
+	wantHTTP(t, r, gzipped(t, plain), gzipHdr, 413, "more than 1048576 elements")
+	wantGRPCExhausted(t, rawExportCall(t, r, plain, true), "more than 1048576 elements", false)
+	wantGRPCExhausted(t, rawExportCall(t, r, plain, false), "more than 1048576 elements", false)
+	checkBounded(t, r, stop())
+	if s := r.Stats(); s.TooComplex != 3 {
+		t.Errorf("TooComplex %d, want 3", s.TooComplex)
+	}
+}
+
+// A plain 21 MiB body of empty ResourceSpans: refused by its
+// Content-Length before it is read (HTTP), by gRPC's message limit.
+func TestBombPlain21MiB(t *testing.T) {
+	r := startReceiver(t, Options{})
+	plain := emptyResourceSpans(21 << 19)
+	stop := heapWatch()
+	wantHTTP(t, r, plain, protoHdr, 413, "over the 16777216-byte limit")
+	wantGRPCExhausted(t, rawExportCall(t, r, plain, false), "larger than max", false)
+	checkBounded(t, r, stop())
+}
+
+// nestedArrayExport is one span whose attribute is an array value nested
+// levels deep.
+func nestedArrayExport(levels int) []byte {
+	value := protowire.AppendTag(nil, 3, protowire.VarintType) // AnyValue.int_value
+	value = protowire.AppendVarint(value, 7)
+	for i := 0; i < levels; i++ {
+		arr := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), value) // ArrayValue.values
+		value = protowire.AppendBytes(protowire.AppendTag(nil, 5, protowire.BytesType), arr)  // AnyValue.array_value
+	}
+	kv := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "root")
+	kv = protowire.AppendBytes(protowire.AppendTag(kv, 2, protowire.BytesType), value)
+	return wrapSpan(protowire.AppendBytes(protowire.AppendTag(nil, 9, protowire.BytesType), kv))
+}
+
+// Attribute values nested 5,000 levels (kvlist and array) in protobuf,
+// and 100,000 brackets deep in JSON,: refused whole before decoding.
+func TestBombNestedValues(t *testing.T) {
+	r := startReceiver(t, Options{})
+	stop := heapWatch()
+	for name, body := range map[string][]byte{"kvlist": nestedKVListExport(5000), "array": nestedArrayExport(5000)} {
+		t.Run(name, func(t *testing.T) {
+			wantHTTP(t, r, body, protoHdr, 413, "nested deeper than 32 levels")
+			wantGRPCExhausted(t, rawExportCall(t, r, body, false), "nested deeper than 32 levels", false)
+		})
+	}
+	deepJSON := []byte(`{"resourceSpans":[` + strings.Repeat(`{"a":[`, 50000) + strings.Repeat(`]}`, 50000) + `]}`)
+	wantHTTP(t, r, deepJSON, jsonHdr, 413, "JSON nested deeper than 144 levels")
+	// At the limit: decoded and accepted; one level more: refused.
+	if resp, out := post(t, tracesURL(r), nestedKVListExport(32), protoHdr); resp.StatusCode != 200 {
+		t.Fatalf("nested 32: %d %q", resp.StatusCode, out)
+	}
+	wantHTTP(t, r, nestedKVListExport(33), protoHdr, 413, "nested deeper than 32 levels")
+	checkBounded(t, r, stop())
+}
+
+// One span with 2 million attributes (10 MB on the wire): over the
+// element limit by the pre-scan, over HTTP (protobuf and JSON) and gRPC.
+func TestBombHugeAttributeCount(t *testing.T) {
+	r := startReceiver(t, Options{})
+	kv := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "a")
+	attr := protowire.AppendBytes(protowire.AppendTag(nil, 9, protowire.BytesType), kv)
+	body := wrapSpan(bytes.Repeat(attr, 2_000_000))
+	jsonAttrs := strings.Repeat(`{"key":"a"},`, 1_100_000)
+	jsonBomb := []byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"x","attributes":[` + jsonAttrs + `{"key":"b"}]}]}]}]}`)
+	stop := heapWatch()
+	wantHTTP(t, r, body, protoHdr, 413, "more than 1048576 elements")
+	wantHTTP(t, r, gzipped(t, body), gzipHdr, 413, "more than 1048576 elements")
+	wantHTTP(t, r, jsonBomb, jsonHdr, 413, "more than 1048576 JSON objects")
+	wantGRPCExhausted(t, rawExportCall(t, r, body, false), "more than 1048576 elements", false)
+	checkBounded(t, r, stop())
+}
+
+// The 12,000-span export a Collector's batch processor sent (the old span
+// limit answered it 413, which a Collector drops for good) is accepted
+// over both transports, every span delivered once with its join fields.
+func TestLargeCollectorBatchAccepted(t *testing.T) {
+	col := newCollector()
+	r := startReceiver(t, Options{SessionID: "sess-1", RunID: "run-1", Sink: col})
+	td := vllmTraces(0, 12000)
+	resp, out := post(t, tracesURL(r), protoBody(t, td), protoHdr)
+	if resp.StatusCode != 200 {
+		t.Fatalf("HTTP 12,000 spans: %d %q", resp.StatusCode, out)
+	}
+	cc, err := grpc.NewClient(r.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	if _, err := ptraceotlp.NewGRPCClient(cc).Export(context.Background(), ptraceotlp.NewExportRequestFromTraces(vllmTraces(1, 12000))); err != nil {
+		t.Fatalf("gRPC 12,000 spans: %v", err)
+	}
+	got := col.wait(t, 24000, 30*time.Second)
+	seen := make(map[string]bool, len(got))
+	for _, s := range got {
+		if s.TraceID == nil || s.SpanID == nil || s.RequestID == nil || s.StartUnixNS == nil || s.EndUnixNS == nil {
+			t.Fatalf("span without its join fields: %+v", s)
+		}
+		key := *s.TraceID + "/" + *s.SpanID
+		if seen[key] {
+			t.Fatalf("span %s twice", key)
+		}
+		seen[key] = true
+	}
+	want := "chatcmpl-" + vllmSpec(0, 11999).xRequestID
+	if v, _ := got[11999].String("gen_ai.request.id"); v != want {
+		t.Fatalf("span 11999 request id %q, want %q", v, want)
+	}
+}
+
+// While other exports hold the memory limiter, an export is refused
+// retryably before it is decoded: 429 with Retry-After, ResourceExhausted
+// with RetryInfo; accepted once the memory is released.
+func TestMemoryLimiterBusy(t *testing.T) {
+	r := startReceiver(t, Options{RetryAfter: 2 * time.Second})
+	held := r.opts.MemoryLimitBytes - 100_000 // a 4-span export costs about 2×2.4 kB + 4×(140×13) + 4×1 kB ≈ 17 kB plus its 64 KiB buffer
+	if !r.mem.tryAcquire(held) {
+		t.Fatal("cannot hold the limiter")
+	}
+	body := protoBody(t, vllmTraces(0, 40))
+	resp, out := post(t, tracesURL(r), body, protoHdr)
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "2" {
+		t.Fatalf("status %d Retry-After %q %q", resp.StatusCode, resp.Header.Get("Retry-After"), out)
+	}
+	if st := decodeStatus(t, resp, out); !strings.Contains(st.Message, "decode memory is in use") {
+		t.Fatalf("message %q", st.Message)
+	}
+	wantGRPCExhausted(t, rawExportCall(t, r, body, false), "decode memory is in use", true)
+	r.mem.release(held)
+	if resp, out := post(t, tracesURL(r), body, protoHdr); resp.StatusCode != 200 {
+		t.Fatalf("after release: %d %q", resp.StatusCode, out)
+	}
+	if err := rawExportCall(t, r, protoBody(t, vllmTraces(1, 40)), false); err != nil {
+		t.Fatalf("gRPC after release: %v", err)
+	}
+	if s := r.Stats(); s.MemoryBusy != 2 || s.SpansGRPC != 40 || s.SpansHTTPProtobuf != 40 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// An export refused retryably before its body is read (here: every export
+// slot busy) has its body drained, so the exporter's retry reuses the
+// connection instead of opening a new one (net/http alone would close a
+// connection with more than 256 KiB unread).
+func TestRetryableRefusalKeepsConnection(t *testing.T) {
+	r := startReceiver(t, Options{})
+	for i := 0; i < cap(r.slots); i++ {
+		r.slots <- struct{}{}
+	}
+	body := protoBody(t, vllmTraces(0, 600)) // about 360 kB
+	if len(body) <= 256<<10 {
+		t.Fatalf("body of %d bytes is too small for the test", len(body))
+	}
+	client := &http.Client{Transport: &http.Transport{}}
+	reused := make([]bool, 0, 2)
+	for i := 0; i < 2; i++ {
+		trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = append(reused, info.Reused) }}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodPost, tracesURL(r), bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-protobuf")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 429 {
+			t.Fatalf("status %d, want 429", resp.StatusCode)
+		}
+	}
+	for i := 0; i < cap(r.slots); i++ {
+		<-r.slots
+	}
+	if len(reused) != 2 || !reused[1] {
+		t.Fatalf("connection reused: %v, want the second request on the first's connection", reused)
+	}
+}
+
+// With every export slot taken, a gRPC export is refused when its stream
+// opens, before its message is read: even a message over MaxRecvMsgSize
+// gets the retryable busy answer, not gRPC's size error.
+func TestGRPCRefusedBeforeRead(t *testing.T) {
+	r := startReceiver(t, Options{MaxBodyBytes: 1 << 20})
+	for i := 0; i < cap(r.slots); i++ {
+		r.slots <- struct{}{}
+	}
+	err := rawExportCall(t, r, emptyResourceSpans(1<<20), false) // 2 MiB, over the 1 MiB limit
+	for i := 0; i < cap(r.slots); i++ {
+		<-r.slots
+	}
+	wantGRPCExhausted(t, err, "exports are already being decoded", true)
+	if s := r.Stats(); s.Busy != 1 || s.GRPCRequests != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+	if err := rawExportCall(t, r, protoBody(t, vllmTraces(0, 3)), false); err != nil {
+		t.Fatalf("after the slots are free: %v", err)
+	}
+}
