@@ -2,12 +2,7 @@ package tables
 
 import (
 	"cmp"
-	"errors"
-	"fmt"
-	"io/fs"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 
@@ -41,12 +36,31 @@ const (
 // Close returns the first error creating the directory or writing a file. The Sink is safe
 // for concurrent use; records written after Close are ignored.
 type Sink struct {
-	dir    string
-	mu     sync.Mutex
-	live   join.Live
-	reqs   []*artifact.Request
-	seen   bool // an infer.request record arrived (any phase)
-	closed bool
+	dir     string
+	mu      sync.Mutex
+	live    join.Live
+	reqs    []*artifact.Request
+	spans   []*artifact.VLLMSpan
+	workers workerSamples
+	summary func() (Summary, error)
+	seen    bool // an infer.request record arrived (any phase)
+	closed  bool
+}
+
+// Summary is what index.html shows above the plots: the run's text report (analyze's text
+// rendering) and its SLO bounds (the policy document, as text); either may be empty.
+type Summary struct {
+	Text string
+	SLO  string
+}
+
+// SetSummary sets the function that gives index.html its summary; Close calls it once
+// (after every record was written, so that a caller can analyse the closed artifact). An
+// error is shown on the page in the summary's place. Without one the page has no summary.
+func (s *Sink) SetSummary(f func() (Summary, error)) {
+	s.mu.Lock()
+	s.summary = f
+	s.mu.Unlock()
 }
 
 // New returns a Sink writing into dir (created on Close when missing). Checking that dir
@@ -71,6 +85,9 @@ func (s *Sink) Write(rec artifact.Record) error {
 		}
 	case *artifact.VLLMSpan:
 		s.live.Add(v)
+		s.spans = append(s.spans, v)
+	case *artifact.VLLMScrape:
+		s.workers.addScrape(v)
 	}
 	return nil
 }
@@ -86,8 +103,11 @@ func (s *Sink) Close() error {
 		return nil
 	}
 	s.closed = true
-	t := build(s.reqs, s.live.Result())
-	return t.write(s.dir)
+	o := &output{t: build(s.reqs, s.live.Result()), reqs: s.reqs, spans: s.spans, workers: &s.workers}
+	if s.summary != nil {
+		o.summary, o.summaryErr = s.summary()
+	}
+	return o.write(s.dir)
 }
 
 // table is the built request table.
@@ -190,37 +210,6 @@ func interArrivals(reqs []*artifact.Request) []gap {
 	return out
 }
 
-// write writes the directory's files.
-func (t *table) write(dir string) error {
-	plots := filepath.Join(dir, RequestPlotsDir)
-	if err := os.MkdirAll(plots, 0o755); err != nil {
-		return fmt.Errorf("tables: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, RequestMetricsFile), t.requestMetrics(), 0o644); err != nil {
-		return fmt.Errorf("tables: %w", err)
-	}
-	for c := range columns {
-		path := filepath.Join(plots, columns[c].name+".csv")
-		if t.counts[c] == 0 {
-			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("tables: %w", err)
-			}
-			continue
-		}
-		if err := os.WriteFile(path, t.cdf(c), 0o644); err != nil {
-			return fmt.Errorf("tables: %w", err)
-		}
-	}
-	m, err := t.manifest().encode()
-	if err != nil {
-		return fmt.Errorf("tables: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, ManifestFile), m, 0o644); err != nil {
-		return fmt.Errorf("tables: %w", err)
-	}
-	return nil
-}
-
 // requestMetrics is request_metrics.csv.
 func (t *table) requestMetrics() []byte {
 	var c CSV
@@ -242,19 +231,4 @@ func (t *table) requestMetrics() []byte {
 		c.Row(row...)
 	}
 	return c.Bytes()
-}
-
-// cdf is column c's exact CDF file.
-func (t *table) cdf(c int) []byte {
-	vals := make([]float64, 0, t.counts[c])
-	for _, row := range t.vals {
-		if v := row[c]; !math.IsNaN(v) {
-			vals = append(vals, v)
-		}
-	}
-	format := Repr
-	if columns[c].integer {
-		format = IntFormat
-	}
-	return ExactCDF(columns[c].name, vals, format)
 }

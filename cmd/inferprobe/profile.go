@@ -80,7 +80,11 @@ at the end.`,
 				if err := checkTablesDir("--tables", pf.tables, false); err != nil {
 					return err
 				}
-				spec.Sinks = append(spec.Sinks, tables.New(pf.tables))
+				ts, out := tables.New(pf.tables), pf.output
+				// The artifact writer is closed before the sinks after it: the summary
+				// analyses the finished artifact.
+				ts.SetSummary(func() (tables.Summary, error) { return tablesSummary(context.Background(), []string{out}) })
+				spec.Sinks = append(spec.Sinks, ts)
 			}
 			_, err = runProfile(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), spec, pf.quiet)
 			return err

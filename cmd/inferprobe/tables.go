@@ -2,16 +2,20 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/run"
 	"github.com/inferprobe/inferprobe/tables"
 )
 
@@ -93,6 +97,10 @@ func (tf *tablesFlags) run(cmd *cobra.Command, paths []string) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	sink := tables.New(tf.output)
+	// The summary first: the analysis streams each artifact and is freed before the
+	// tables read them whole.
+	sum, sumErr := tablesSummary(ctx, paths)
+	sink.SetSummary(func() (tables.Summary, error) { return sum, sumErr })
 	for _, p := range paths {
 		if err := feedArtifact(ctx, p, sink, cmd.ErrOrStderr()); err != nil {
 			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
@@ -132,5 +140,45 @@ func feedArtifact(ctx context.Context, path string, sink artifact.Sink, stderr i
 	if skipped > 0 {
 		fmt.Fprintf(stderr, "Warning: %s: %d request records of a session no infer.session record declares are left out\n", path, skipped)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	scrapes, err := artifact.VLLMScrapes(a)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", artifact.ErrInvalidArtifact, path, err)
+	}
+	for i := range scrapes {
+		if err := sink.Write(&scrapes[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tablesSummary is index.html's summary of the artifacts at paths: each one's text report
+// (run.Analyze, analyze.RenderText; headed by its path when there are several) and the SLO
+// policies the reports judged by. The first analysis error is returned with what was
+// rendered before it.
+func tablesSummary(ctx context.Context, paths []string) (tables.Summary, error) {
+	var text, slo strings.Builder
+	for _, p := range paths {
+		rep, err := run.Analyze(ctx, p, analyze.Options{})
+		if err != nil {
+			return tables.Summary{Text: text.String(), SLO: slo.String()}, fmt.Errorf("%s: %w", p, err)
+		}
+		if len(paths) > 1 {
+			fmt.Fprintf(&text, "== %s\n", p)
+		}
+		if err := analyze.RenderText(&text, rep); err != nil {
+			return tables.Summary{Text: text.String(), SLO: slo.String()}, err
+		}
+		if rep.SLO != nil {
+			b, err := json.MarshalIndent(rep.SLO.Policy, "", "  ")
+			if err != nil {
+				return tables.Summary{Text: text.String(), SLO: slo.String()}, err
+			}
+			fmt.Fprintf(&slo, "%s (digest %s, from %s):\n%s\n", rep.SLO.Name, rep.SLO.Digest, rep.SLO.Source, b)
+		}
+	}
+	return tables.Summary{Text: text.String(), SLO: slo.String()}, nil
 }
