@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -151,13 +152,13 @@ func clientEvents(r *artifact.Request, tid int) []event {
 	}
 	if hasFT {
 		evs = append(evs, event{name: "first token (TTFT)", ph: "i", atNS: ft, pid: requestsPID, tid: tid})
-		t := float64(ft)
+		offMS := 0.0 // from the first token: a float64 of Unix ns has only 256 ns steps
 		for k, gap := range r.ChunkInterarrivalMS {
 			if !finite(gap) || gap < 0 {
 				break
 			}
-			t += gap * 1e6
-			evs = append(evs, event{name: "chunk", ph: "i", atNS: int64(t), pid: requestsPID, tid: tid,
+			offMS += gap
+			evs = append(evs, event{name: "chunk", ph: "i", atNS: ft + int64(math.Round(offMS*1e6)), pid: requestsPID, tid: tid,
 				args: map[string]any{"chunk": k + 2, "gap_ms": gap}})
 		}
 	}
