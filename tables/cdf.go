@@ -36,6 +36,11 @@ func IntFormat(v float64) string {
 // values sort first (an empty cell). values is not changed.
 func ExactCDF(metric string, values []float64, format func(float64) string) []byte {
 	kept, grid := exactCDFRows(values)
+	return exactCDFFile(metric, kept, grid, format)
+}
+
+// exactCDFFile is ExactCDF's file of its rows (exactCDFRows).
+func exactCDFFile(metric string, kept, grid []float64, format func(float64) string) []byte {
 	var c CSV
 	c.Row(metric, "cdf")
 	for i, v := range kept {

@@ -1,8 +1,10 @@
 package tables
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -98,6 +100,27 @@ func writeFile(dir, name string, b []byte) error {
 	return nil
 }
 
+// writeStream writes name (relative to dir) with write, buffered.
+func writeStream(dir, name string, write func(io.Writer) error) error {
+	f, err := os.Create(filepath.Join(dir, filepath.FromSlash(name)))
+	if err != nil {
+		return fmt.Errorf("tables: %w", err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	if err := write(w); err != nil {
+		f.Close()
+		return fmt.Errorf("tables: %s: %w", name, err)
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("tables: %s: %w", name, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("tables: %w", err)
+	}
+	return nil
+}
+
 // removeFile removes name (relative to dir) when it exists: a file an earlier write left.
 func removeFile(dir, name string) error {
 	if err := os.Remove(filepath.Join(dir, filepath.FromSlash(name))); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -110,7 +133,7 @@ func removeFile(dir, name string) error {
 // picture (and a histogram picture for the inter-arrival delay and the token counts).
 func (o *output) writeRequestTables(dir string) error {
 	t := o.t
-	if err := writeFile(dir, RequestMetricsFile, t.requestMetrics()); err != nil {
+	if err := writeStream(dir, RequestMetricsFile, t.writeRequestMetrics); err != nil {
 		return err
 	}
 	for c, col := range columns {
@@ -128,10 +151,10 @@ func (o *output) writeRequestTables(dir string) error {
 		if col.integer {
 			format = IntFormat
 		}
-		if err := writeFile(dir, base+".csv", ExactCDF(col.name, vals, format)); err != nil {
+		kept, cdf := exactCDFRows(vals)
+		if err := writeFile(dir, base+".csv", exactCDFFile(col.name, kept, cdf, format)); err != nil {
 			return err
 		}
-		kept, cdf := exactCDFRows(vals)
 		group := GroupRequest
 		if col.source == SourceVLLMSpan || col.source == SourceClientVLLMSpan {
 			group = GroupServer
@@ -169,8 +192,8 @@ func (o *output) addFigure(f *figure, data, group, caption, source string) {
 // columnValues are column c's values (rows with one, in row order).
 func (t *table) columnValues(c int) []float64 {
 	vals := make([]float64, 0, t.counts[c])
-	for _, row := range t.vals {
-		if v := row[c]; v == v {
+	for i := range t.ids {
+		if v := t.val(i, c); v == v {
 			vals = append(vals, v)
 		}
 	}

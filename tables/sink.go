@@ -2,6 +2,7 @@ package tables
 
 import (
 	"cmp"
+	"io"
 	"math"
 	"slices"
 	"sync"
@@ -112,10 +113,12 @@ func (s *Sink) Close() error {
 
 // table is the built request table.
 type table struct {
-	ids      []string
-	vals     [][]float64 // [row][column of columns]; NaN: no value
-	included []int       // indices into columns, in order
-	counts   []int       // values per column of columns
+	ids []string
+	// vals holds row i's value of column c at i×len(valued)+slot[c] (only the columns
+	// with a source have a slot); NaN: no value.
+	vals     []float64
+	included []int // indices into columns, in order
+	counts   []int // values per column of columns
 	sorted   bool
 	join     join.Result
 	// measuredXIDs are the x_request_ids of the measured requests sent.
@@ -127,6 +130,7 @@ type table struct {
 func build(reqs []*artifact.Request, jr join.Result) *table {
 	gaps := interArrivals(reqs)
 	t := &table{counts: make([]int, len(columns)), join: jr}
+	row := make([]float64, len(valued))
 	for i, r := range reqs {
 		in := rowInput{req: r, completed: r.Status == artifact.RequestOK}
 		in.interArrival, in.hasIA = gaps[i].gap, gaps[i].ok
@@ -136,25 +140,22 @@ func build(reqs []*artifact.Request, jr join.Result) *table {
 				in.span = &artifact.VLLMSpan{Attributes: attrs}
 			}
 		}
-		row, has := make([]float64, len(columns)), false
-		for c := range columns {
-			row[c] = nan
-			if columns[c].value == nil {
-				continue
-			}
+		has := false
+		for k, c := range valued {
+			row[k] = nan
 			if v, ok := columns[c].value(&in); ok {
-				row[c], has = v, true
+				row[k], has = v, true
 			}
 		}
 		if !has {
 			continue
 		}
-		for c, v := range row {
-			if !math.IsNaN(v) {
+		for k, c := range valued {
+			if !math.IsNaN(row[k]) {
 				t.counts[c]++
 			}
 		}
-		t.ids, t.vals = append(t.ids, r.RequestID), append(t.vals, row)
+		t.ids, t.vals = append(t.ids, r.RequestID), append(t.vals, row...)
 	}
 	for c, n := range t.counts {
 		if n > 0 {
@@ -169,6 +170,29 @@ func build(reqs []*artifact.Request, jr join.Result) *table {
 
 var nan = math.NaN()
 
+// valued are the indices of the columns with a source (a value function); slot maps a
+// column to its place among them (-1 for a column without a source).
+var valued, slot = func() ([]int, []int) {
+	var v []int
+	sl := make([]int, len(columns))
+	for c := range columns {
+		sl[c] = -1
+		if columns[c].value != nil {
+			sl[c] = len(v)
+			v = append(v, c)
+		}
+	}
+	return v, sl
+}()
+
+// val is row i's value of column c (NaN: none).
+func (t *table) val(i, c int) float64 {
+	if slot[c] < 0 {
+		return nan
+	}
+	return t.vals[i*len(valued)+slot[c]]
+}
+
 // sortRows orders the rows by Request Id (stable).
 func (t *table) sortRows() {
 	order := make([]int, len(t.ids))
@@ -176,9 +200,11 @@ func (t *table) sortRows() {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(t.ids[a], t.ids[b]) })
-	ids, vals := make([]string, len(order)), make([][]float64, len(order))
+	n := len(valued)
+	ids, vals := make([]string, len(order)), make([]float64, len(t.vals))
 	for i, k := range order {
-		ids[i], vals[i] = t.ids[k], t.vals[k]
+		ids[i] = t.ids[k]
+		copy(vals[i*n:(i+1)*n], t.vals[k*n:(k+1)*n])
 	}
 	t.ids, t.vals, t.sorted = ids, vals, true
 }
@@ -210,18 +236,19 @@ func interArrivals(reqs []*artifact.Request) []gap {
 	return out
 }
 
-// requestMetrics is request_metrics.csv.
-func (t *table) requestMetrics() []byte {
+// writeRequestMetrics writes request_metrics.csv to w, in pieces of about 1 MiB.
+func (t *table) writeRequestMetrics(w io.Writer) error {
 	var c CSV
 	head := []string{"Request Id"}
 	for _, k := range t.included {
 		head = append(head, columns[k].name)
 	}
 	c.Row(head...)
+	row := make([]string, 0, len(head))
 	for i, id := range t.ids {
-		row := []string{id}
+		row = append(row[:0], id)
 		for _, k := range t.included {
-			v := t.vals[i][k]
+			v := t.val(i, k)
 			if columns[k].integer && t.counts[k] == len(t.ids) {
 				row = append(row, IntFormat(v))
 			} else {
@@ -229,6 +256,11 @@ func (t *table) requestMetrics() []byte {
 			}
 		}
 		c.Row(row...)
+		if c.Len() >= 1<<20 {
+			if err := c.FlushTo(w); err != nil {
+				return err
+			}
+		}
 	}
-	return c.Bytes()
+	return c.FlushTo(w)
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -15,7 +16,7 @@ import (
 
 	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
-	"github.com/inferprobe/inferprobe/run"
+	"github.com/inferprobe/inferprobe/loadgen"
 	"github.com/inferprobe/inferprobe/tables"
 )
 
@@ -96,13 +97,20 @@ func (tf *tablesFlags) run(cmd *cobra.Command, paths []string) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(tablesMemoryLimit(paths)))
 	sink := tables.New(tf.output)
-	// The summary first: the analysis streams each artifact and is freed before the
-	// tables read them whole.
-	sum, sumErr := tablesSummary(ctx, paths)
-	sink.SetSummary(func() (tables.Summary, error) { return sum, sumErr })
+	var sum tables.Summary
+	var sumErr error
 	for _, p := range paths {
-		if err := feedArtifact(ctx, p, sink, cmd.ErrOrStderr()); err != nil {
+		text, slo, aerr, err := feedArtifact(ctx, p, sink, cmd.ErrOrStderr())
+		if len(paths) > 1 {
+			text = "== " + p + "\n" + text
+		}
+		sum.Text, sum.SLO = sum.Text+text, sum.SLO+slo
+		if aerr != nil && sumErr == nil {
+			sumErr = fmt.Errorf("%s: %w", p, aerr)
+		}
+		if err != nil {
 			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 				fmt.Fprintln(cmd.ErrOrStderr(), "Interrupted")
 				return &exitError{code: exitInterrupted}
@@ -113,6 +121,7 @@ func (tf *tablesFlags) run(cmd *cobra.Command, paths []string) error {
 			return withCode(exitUnexpected, err)
 		}
 	}
+	sink.SetSummary(func() (tables.Summary, error) { return sum, sumErr })
 	if err := sink.Close(); err != nil {
 		return withCode(exitUnexpected, err)
 	}
@@ -120,65 +129,90 @@ func (tf *tablesFlags) run(cmd *cobra.Command, paths []string) error {
 	return nil
 }
 
-// feedArtifact reads the artifact at path and replays its records to sink
-// (artifact.Replay). A truncated last line, and requests of sessions the artifact does not
-// declare (left out), are warnings on stderr. Errors: a missing, unreadable or invalid
-// artifact (no infer.session or infer.request v1 record, an undecodable infer.vllm_span)
-// wrap artifact.ErrInvalidArtifact; ctx's error when it ends.
-func feedArtifact(ctx context.Context, path string, sink artifact.Sink, stderr io.Writer) error {
-	a, err := artifact.ReadFileContext(ctx, path)
-	if err != nil {
-		return err
+// tablesMemoryLimit is the soft memory limit (bytes) of the tables verb: analyze's rule
+// (analyzeMemoryLimit) over the artifacts' total size, plus 256 MiB for the tables
+// themselves; the current limit when GOMEMLIMIT is set.
+func tablesMemoryLimit(paths []string) int64 {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return debug.SetMemoryLimit(-1)
 	}
-	if err := a.Validate(); err != nil {
-		return err
-	}
-	if a.Truncated != nil {
-		fmt.Fprintf(stderr, "Warning: %s: %s\n", path, a.Truncated)
-	}
-	skipped, err := a.Replay(sink)
-	if skipped > 0 {
-		fmt.Fprintf(stderr, "Warning: %s: %d request records of a session no infer.session record declares are left out\n", path, skipped)
-	}
-	if err != nil {
-		return err
-	}
-	scrapes, err := artifact.VLLMScrapes(a)
-	if err != nil {
-		return fmt.Errorf("%w: %s: %w", artifact.ErrInvalidArtifact, path, err)
-	}
-	for i := range scrapes {
-		if err := sink.Write(&scrapes[i]); err != nil {
-			return err
+	var size int64
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil {
+			size += fi.Size()
 		}
 	}
-	return nil
+	return max(1<<30, size/4*3) + 256<<20
 }
 
-// tablesSummary is index.html's summary of the artifacts at paths: each one's text report
-// (run.Analyze, analyze.RenderText; headed by its path when there are several) and the SLO
-// policies the reports judged by. The first analysis error is returned with what was
-// rendered before it.
-func tablesSummary(ctx context.Context, paths []string) (tables.Summary, error) {
-	var text, slo strings.Builder
-	for _, p := range paths {
-		rep, err := run.Analyze(ctx, p, analyze.Options{})
-		if err != nil {
-			return tables.Summary{Text: text.String(), SLO: slo.String()}, fmt.Errorf("%s: %w", p, err)
-		}
-		if len(paths) > 1 {
-			fmt.Fprintf(&text, "== %s\n", p)
-		}
-		if err := analyze.RenderText(&text, rep); err != nil {
-			return tables.Summary{Text: text.String(), SLO: slo.String()}, err
-		}
-		if rep.SLO != nil {
-			b, err := json.MarshalIndent(rep.SLO.Policy, "", "  ")
-			if err != nil {
-				return tables.Summary{Text: text.String(), SLO: slo.String()}, err
-			}
-			fmt.Fprintf(&slo, "%s (digest %s, from %s):\n%s\n", rep.SLO.Name, rep.SLO.Digest, rep.SLO.Source, b)
-		}
+// feedArtifact reads the artifact at path once (analyze.ReadInput: streamed, the requests
+// packed), writes it to sink (tables.Sink.WriteInput) and returns its text report and SLO
+// policy (summaryOf); an analysis error (aerr) is shown on the page, not fatal. A truncated last line, and requests of
+// sessions the artifact does not declare (left out), are warnings on stderr. Errors: a
+// missing, unreadable or invalid artifact (no infer.session or infer.request v1 record, an
+// undecodable infer.vllm_span or infer.vllm_scrape) wrap artifact.ErrInvalidArtifact; ctx's
+// error when it ends.
+func feedArtifact(ctx context.Context, path string, sink *tables.Sink, stderr io.Writer) (text, slo string, aerr, err error) {
+	in, err := analyze.ReadInput(ctx, path)
+	if err != nil {
+		return "", "", nil, err
 	}
-	return tables.Summary{Text: text.String(), SLO: slo.String()}, nil
+	if err := in.Validate(); err != nil {
+		return "", "", nil, err
+	}
+	if t := in.Artifact.Truncated; t != nil {
+		fmt.Fprintf(stderr, "Warning: %s: %s\n", path, t)
+	}
+	for _, ig := range in.Ignored {
+		fmt.Fprintf(stderr, "Warning: %s: %s\n", path, ig.Text())
+	}
+	if err := sink.WriteInput(in); err != nil {
+		return "", "", nil, err
+	}
+	text, slo, aerr = summaryOf(ctx, path, in)
+	if ctx.Err() != nil {
+		return "", "", nil, ctx.Err()
+	}
+	return text, slo, aerr, nil
+}
+
+// summaryOf is the text report of in (analyze.AnalyzeInput and analyze.RenderText, as
+// `inferprobe analyze` prints it: open-loop schedules recomputed from the infer.workload
+// record, a truncated last line as the first warning) and the SLO policy it judged by
+// (name, digest, source and the policy document as indented JSON); "" without a policy.
+func summaryOf(ctx context.Context, path string, in *analyze.Input) (text, slo string, err error) {
+	var opts analyze.Options
+	if in.Artifact.Workload != nil {
+		opts.Scheduler = loadgen.WorkloadScheduler(in.Artifact.Workload)
+	}
+	rep, err := analyze.AnalyzeInput(ctx, in, opts)
+	if err != nil {
+		return "", "", err
+	}
+	if t := in.Artifact.Truncated; t != nil {
+		rep.Warnings = append([]string{fmt.Sprintf("%s: %s", path, t)}, rep.Warnings...)
+	}
+	var b strings.Builder
+	if err := analyze.RenderText(&b, rep); err != nil {
+		return "", "", err
+	}
+	if rep.SLO != nil {
+		doc, err := json.MarshalIndent(rep.SLO.Policy, "", "  ")
+		if err != nil {
+			return b.String(), "", err
+		}
+		slo = fmt.Sprintf("%s (digest %s, from %s):\n%s\n", rep.SLO.Name, rep.SLO.Digest, rep.SLO.Source, doc)
+	}
+	return b.String(), slo, nil
+}
+
+// tablesSummary is the summary of the closed artifact at path (profile --tables): its text
+// report and SLO policy (summaryOf). Errors: reading or analysing it.
+func tablesSummary(ctx context.Context, path string) (tables.Summary, error) {
+	in, err := analyze.ReadInput(ctx, path)
+	if err != nil {
+		return tables.Summary{}, err
+	}
+	text, slo, err := summaryOf(ctx, path, in)
+	return tables.Summary{Text: text, SLO: slo}, err
 }
