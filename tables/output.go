@@ -34,6 +34,7 @@ type output struct {
 	arrivals, completions []int64
 	m                     Manifest
 	figs                  []*figure
+	noPictures            bool
 }
 
 // write writes the directory: the request table and CDFs, the request and worker series,
@@ -55,6 +56,9 @@ func (o *output) write(dir string) error {
 		}
 	}
 	o.m.Batches = batchesEntry()
+	if o.noPictures {
+		o.figs, o.m.Pictures = nil, nil
+	}
 	if err := renderAll(dir, o.figs); err != nil {
 		return err
 	}

@@ -18,24 +18,40 @@ const (
 	ManifestFile       = "manifest.json"
 )
 
-// Sink is an artifact.Sink that collects the measured infer.request records and the
-// infer.vllm_span records of one or more runs, and on Close writes the output directory:
+// Sink is an artifact.Sink that collects the measured infer.request records, the
+// infer.vllm_span records and the infer.vllm_scrape records of one or more runs, and on Close
+// writes the output directory:
 //
 //   - request_metrics.csv: header "Request Id" then the columns (sangam's order) that have a
 //     source and at least one value; one row per measured request with at least one value
 //     (latency and token columns only for a completed request, status ok; the inter-arrival
-//     delay for every measured request with an intended arrival); floats as %.4f, an integer column without a missing cell as integers, a missing value
-//     as an empty cell. Rows are sorted by Request Id as strings (byte order) when there
-//     are two columns or more (sangam's outer merge), kept in record order otherwise.
+//     delay for every measured request with an intended arrival); floats as %.4f, an integer
+//     column without a missing cell as integers, a missing value as an empty cell. Rows are
+//     sorted by Request Id as strings (byte order) when there are two columns or more
+//     (sangam's outer merge), kept in record order otherwise.
 //   - request_plots/<column>.csv: each written column's exact CDF (ExactCDF: "<column>,cdf",
-//     at most 1,001 rows, Python-repr floats, integers for a token column); the file of a
-//     column not written is removed, so an overwritten directory holds no stale CDF.
-//   - manifest.json: every column (Manifest).
+//     at most 1,001 rows, Python-repr floats, integers for a token column) and its PNG (a
+//     step plot, value on x); <column>_histogram.png (25 bins) for the inter-arrival delay
+//     and the token counts.
+//   - request_plots/request_arrival_time_series.csv and request_completion_time_series.csv:
+//     "Time (s),<name>", the cumulative count against seconds since the first arrival, at
+//     most 1,001 rows (countSeriesCSV), with a PNG (lines).
+//   - worker_plots/worker_<gauge>_time_series.csv ("Time (s),<gauge>,worker_id") and
+//     worker_plots/worker_<gauge>.csv ("cdf,<gauge>,worker_id", 101 DDSketch quantiles per
+//     worker) for queue_depth_waiting, queue_depth_active and kv_page_utilization_ratio from
+//     the scrapes (worker = vLLM's engine label), each with a PNG, one colour per worker.
+//   - timeline.json: a Chrome trace of the requests, their joined spans and the engines'
+//     gauges (writeTimeline).
+//   - manifest.json: every column, series, worker metric, picture (group, caption, source),
+//     the per-batch files left out (no imported steps) and the timeline (Manifest).
+//   - index.html: the page to open first (writeIndex), with the summary (SetSummary).
 //
-// Spans are joined to requests by package join (join.Live, the rules of the offline join): a
-// quarantined request has no span columns. Other records are ignored. Write never fails;
-// Close returns the first error creating the directory or writing a file. The Sink is safe
-// for concurrent use; records written after Close are ignored.
+// A file of an earlier write that this one does not produce (a column without values now)
+// is removed, so an overwritten directory holds nothing stale. Spans are joined to requests
+// by package join (join.Live, the rules of the offline join): a quarantined request has no
+// span columns. Other records are ignored. Write never fails; Close returns the first error
+// creating the directory or writing a file. The Sink is safe for concurrent use; records
+// written after Close are ignored.
 type Sink struct {
 	dir     string
 	mu      sync.Mutex
@@ -45,7 +61,10 @@ type Sink struct {
 	workers workerSamples
 	summary func() (Summary, error)
 	seen    bool // an infer.request record arrived (any phase)
-	closed  bool
+	// noPictures skips rendering the PNGs (the fuzz target, where rendering dominates);
+	// index.html then has no picture.
+	noPictures bool
+	closed     bool
 }
 
 // Summary is what index.html shows above the plots: the run's text report (analyze's text
@@ -104,7 +123,7 @@ func (s *Sink) Close() error {
 		return nil
 	}
 	s.closed = true
-	o := &output{t: build(s.reqs, s.live.Result()), reqs: s.reqs, spans: s.spans, workers: &s.workers}
+	o := &output{t: build(s.reqs, s.live.Result()), reqs: s.reqs, spans: s.spans, workers: &s.workers, noPictures: s.noPictures}
 	if s.summary != nil {
 		o.summary, o.summaryErr = s.summary()
 	}

@@ -91,7 +91,24 @@ func (o *output) writeTimeline(dir string) (TimelineEntry, error) {
 	engineEvs, n := o.engineEvents()
 	evs, e.Engines = append(evs, engineEvs...), n
 	e.TimeZeroUnixNS = timeZero(evs)
-	return e, writeTrace(filepath.Join(dir, TimelineFile), evs, e.TimeZeroUnixNS)
+	return e, writeTrace(filepath.Join(dir, TimelineFile), inRange(evs, e.TimeZeroUnixNS), e.TimeZeroUnixNS)
+}
+
+// maxOffsetMS bounds a latency or chunk offset drawn (about 11.6 days): a larger one, from a
+// corrupt record, is not drawn.
+const maxOffsetMS = 1e12
+
+// inRange drops the events whose time from zero, or whose end, does not fit in an int64 of
+// nanoseconds (records whose times lie centuries apart), so that every ts and dur written is
+// non-negative.
+func inRange(evs []event, zero int64) []event {
+	out := evs[:0]
+	for _, e := range evs {
+		if e.ph == "M" || (e.atNS-zero >= 0 && e.durN >= 0 && e.atNS-zero+e.durN >= 0) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // meta is a ph M event naming a process (process_name) or thread (thread_name).
@@ -136,7 +153,7 @@ func clientEvents(r *artifact.Request, tid int) []event {
 	}
 	evs := []event{{name: "request", ph: "X", atNS: send, durN: end - send, pid: requestsPID, tid: tid, args: args}}
 	at := func(ms *float64) (int64, bool) {
-		if ms == nil || !finite(*ms) || *ms < 0 {
+		if ms == nil || !finite(*ms) || *ms < 0 || *ms > maxOffsetMS {
 			return 0, false
 		}
 		return send + int64(*ms*1e6), true
@@ -154,7 +171,7 @@ func clientEvents(r *artifact.Request, tid int) []event {
 		evs = append(evs, event{name: "first token (TTFT)", ph: "i", atNS: ft, pid: requestsPID, tid: tid})
 		offMS := 0.0 // from the first token: a float64 of Unix ns has only 256 ns steps
 		for k, gap := range r.ChunkInterarrivalMS {
-			if !finite(gap) || gap < 0 {
+			if !finite(gap) || gap < 0 || offMS+gap > maxOffsetMS {
 				break
 			}
 			offMS += gap
@@ -183,7 +200,7 @@ func serverEvents(s *artifact.VLLMSpan, tid int) []event {
 	for _, ph := range []struct{ name, attr string }{{"decode", artifact.AttrTimeInModelDecode},
 		{"prefill", artifact.AttrTimeInModelPrefill}, {"queue", artifact.AttrTimeInQueue}} {
 		v, ok := s.Float(ph.attr)
-		if !ok || !finite(v) || v < 0 {
+		if !ok || !finite(v) || v < 0 || v > maxOffsetMS/1e3 {
 			break
 		}
 		d := int64(v * 1e9)
