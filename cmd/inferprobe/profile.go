@@ -83,7 +83,7 @@ at the end.`,
 				ts, out := tables.New(pf.tables), pf.output
 				// The artifact writer is closed before the sinks after it: the summary
 				// analyses the finished artifact.
-				ts.SetSummary(func() (tables.Summary, error) { return tablesSummary(context.Background(), out) })
+				ts.SetSummary(func() (tables.Summary, error) { return tables.SummaryFile(context.Background(), out) })
 				spec.Sinks = append(spec.Sinks, ts)
 			}
 			_, err = runProfile(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), spec, pf.quiet)

@@ -2,21 +2,18 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
-	"github.com/inferprobe/inferprobe/loadgen"
 	"github.com/inferprobe/inferprobe/tables"
 )
 
@@ -32,14 +29,19 @@ func newTablesCmd() *cobra.Command {
 	var tf tablesFlags
 	cmd := &cobra.Command{
 		Use:   "tables ARTIFACT... --output DIR",
-		Short: "Write per-request tables in sangam's layout (request_metrics.csv, request_plots/ CDFs, manifest.json) from artifacts",
+		Short: "Write sangam-layout tables, CDFs, plots, index.html and timeline.json from artifacts",
 		Long: `tables reads JSONL artifacts written by profile (offline: only the files) and writes
-sangam's per-request tables into DIR: request_metrics.csv (one row per measured request,
-one column per sangam metric that a source observes: client e2e, the joined vLLM span's
-queue, prefill and decode times, the intended arrivals, the server's token usage),
-request_plots/<metric>.csv (each column's exact CDF, at most 1,001 rows) and manifest.json
-(every column's source, unit and definition, and why a column is left out). The records of
-several artifacts go into one table.
+sangam's tables into DIR: request_metrics.csv (one row per measured request, one column per
+sangam metric that a source observes: client e2e, the joined vLLM span's queue, prefill and
+decode times, the intended arrivals, the server's token usage), request_plots/<metric>.csv
+(each column's exact CDF, at most 1,001 rows), the request_arrival and request_completion
+time series, worker_plots/ (per vLLM engine: queue_depth_waiting, queue_depth_active and
+kv_page_utilization_ratio from the /metrics scrapes, as time series and 101-quantile
+DDSketch CDFs), a PNG of each, timeline.json (a Chrome/Perfetto trace: each request's client
+events beside its joined vLLM span, the engines' scraped gauges as counters), manifest.json
+(every file's and column's source, unit and definition, and why one is left out) and
+index.html (open it first: the analyze text report, the SLO bounds and every plot with its
+caption, self-contained). The records of several artifacts go into one table.
 
 DIR must be new or empty unless --overwrite is given (the files tables writes are replaced).
 
@@ -147,7 +149,7 @@ func tablesMemoryLimit(paths []string) int64 {
 
 // feedArtifact reads the artifact at path once (analyze.ReadInput: streamed, the requests
 // packed), writes it to sink (tables.Sink.WriteInput) and returns its text report and SLO
-// policy (summaryOf); an analysis error (aerr) is shown on the page, not fatal. A truncated last line, and requests of
+// policy (tables.SummaryOf); an analysis error (aerr) is shown on the page, not fatal. A truncated last line, and requests of
 // sessions the artifact does not declare (left out), are warnings on stderr. Errors: a
 // missing, unreadable or invalid artifact (no infer.session or infer.request v1 record, an
 // undecodable infer.vllm_span or infer.vllm_scrape) wrap artifact.ErrInvalidArtifact; ctx's
@@ -169,50 +171,9 @@ func feedArtifact(ctx context.Context, path string, sink *tables.Sink, stderr io
 	if err := sink.WriteInput(in); err != nil {
 		return "", "", nil, err
 	}
-	text, slo, aerr = summaryOf(ctx, path, in)
+	text, slo, aerr = tables.SummaryOf(ctx, path, in)
 	if ctx.Err() != nil {
 		return "", "", nil, ctx.Err()
 	}
 	return text, slo, aerr, nil
-}
-
-// summaryOf is the text report of in (analyze.AnalyzeInput and analyze.RenderText, as
-// `inferprobe analyze` prints it: open-loop schedules recomputed from the infer.workload
-// record, a truncated last line as the first warning) and the SLO policy it judged by
-// (name, digest, source and the policy document as indented JSON); "" without a policy.
-func summaryOf(ctx context.Context, path string, in *analyze.Input) (text, slo string, err error) {
-	var opts analyze.Options
-	if in.Artifact.Workload != nil {
-		opts.Scheduler = loadgen.WorkloadScheduler(in.Artifact.Workload)
-	}
-	rep, err := analyze.AnalyzeInput(ctx, in, opts)
-	if err != nil {
-		return "", "", err
-	}
-	if t := in.Artifact.Truncated; t != nil {
-		rep.Warnings = append([]string{fmt.Sprintf("%s: %s", path, t)}, rep.Warnings...)
-	}
-	var b strings.Builder
-	if err := analyze.RenderText(&b, rep); err != nil {
-		return "", "", err
-	}
-	if rep.SLO != nil {
-		doc, err := json.MarshalIndent(rep.SLO.Policy, "", "  ")
-		if err != nil {
-			return b.String(), "", err
-		}
-		slo = fmt.Sprintf("%s (digest %s, from %s):\n%s\n", rep.SLO.Name, rep.SLO.Digest, rep.SLO.Source, doc)
-	}
-	return b.String(), slo, nil
-}
-
-// tablesSummary is the summary of the closed artifact at path (profile --tables): its text
-// report and SLO policy (summaryOf). Errors: reading or analysing it.
-func tablesSummary(ctx context.Context, path string) (tables.Summary, error) {
-	in, err := analyze.ReadInput(ctx, path)
-	if err != nil {
-		return tables.Summary{}, err
-	}
-	text, slo, err := summaryOf(ctx, path, in)
-	return tables.Summary{Text: text, SLO: slo}, err
 }
