@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 # Debian packages the tests need: prometheus (the server the integration test scrapes the
 # daemon with, and promtool for `check rules` / `test rules` / `check config`). Without them
 # those tests skip locally; under CI (CI set) they fail.
-need_pkgs=(prometheus)
+need_pkgs=(prometheus chromium)
 if command -v apt-get >/dev/null 2>&1; then
   missing=()
   for p in "${need_pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

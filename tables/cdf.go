@@ -35,16 +35,35 @@ func IntFormat(v float64) string {
 // Grid(kept rows)[i] in Repr — a rank fraction of the kept rows, 0.0 first and 1.0 last. NaN
 // values sort first (an empty cell). values is not changed.
 func ExactCDF(metric string, values []float64, format func(float64) string) []byte {
-	sorted := slices.Clone(values)
-	slices.SortStableFunc(sorted, func(a, b float64) int { return cmpFloat(a, b) })
-	idx := Downsample(len(sorted), CDFRows)
-	grid := Grid(len(idx))
+	kept, grid := exactCDFRows(values)
+	return exactCDFFile(metric, kept, grid, format)
+}
+
+// exactCDFFile is ExactCDF's file of its rows (exactCDFRows).
+func exactCDFFile(metric string, kept, grid []float64, format func(float64) string) []byte {
 	var c CSV
 	c.Row(metric, "cdf")
-	for i, k := range idx {
-		c.Row(format(sorted[k]), Repr(grid[i]))
+	for i, v := range kept {
+		c.Row(format(v), Repr(grid[i]))
 	}
 	return c.Bytes()
+}
+
+// exactCDFRows are the rows of ExactCDF: the kept values (stable-sorted, downsampled) and
+// their cdf.
+func exactCDFRows(values []float64) (kept, cdf []float64) {
+	sorted := slices.Clone(values)
+	if slices.ContainsFunc(values, func(v float64) bool { return math.IsNaN(v) || (v == 0 && math.Signbit(v)) }) {
+		slices.SortStableFunc(sorted, func(a, b float64) int { return cmpFloat(a, b) })
+	} else {
+		slices.Sort(sorted) // equal values are then indistinguishable: the same rows as a stable sort
+	}
+	idx := Downsample(len(sorted), CDFRows)
+	kept = make([]float64, len(idx))
+	for i, k := range idx {
+		kept[i] = sorted[k]
+	}
+	return kept, Grid(len(idx))
 }
 
 // cmpFloat orders NaN before every number, then numbers ascending.

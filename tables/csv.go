@@ -2,6 +2,7 @@ package tables
 
 import (
 	"bytes"
+	"io"
 	"strings"
 )
 
@@ -32,6 +33,16 @@ func (c *CSV) Row(fields ...string) {
 		c.buf.WriteString(f)
 	}
 	c.buf.WriteByte('\n')
+}
+
+// Len is the number of bytes not yet taken by FlushTo.
+func (c *CSV) Len() int { return c.buf.Len() }
+
+// FlushTo writes the rows built so far to w and forgets them (a large file is then built in
+// pieces); the error is w's.
+func (c *CSV) FlushTo(w io.Writer) error {
+	_, err := c.buf.WriteTo(w)
+	return err
 }
 
 // Bytes returns the file written so far.

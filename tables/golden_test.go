@@ -27,7 +27,8 @@ func TestTablesSynthGolden(t *testing.T) {
 	}
 	for _, name := range []string{tables.RequestMetricsFile, tables.ManifestFile,
 		"request_plots/request_e2e_time.csv", "request_plots/request_unaccounted_time.csv",
-		"request_plots/request_inter_arrival_delay.csv", "request_plots/request_num_gen_tokens.csv"} {
+		"request_plots/request_inter_arrival_delay.csv", "request_plots/request_num_gen_tokens.csv",
+		"request_plots/request_arrival_time_series.csv", "request_plots/request_completion_time_series.csv"} {
 		got, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)

@@ -19,6 +19,73 @@ type Manifest struct {
 	// SpanJoin counts the measured requests whose span joined, and the quarantined ones
 	// by reason (package join's rules).
 	SpanJoin SpanJoinEntry `json:"span_join"`
+	// RequestSeries are request_arrival and request_completion (written or why not).
+	RequestSeries []FileEntry `json:"request_series"`
+	// Workers are the per-worker metrics from the /metrics scrapes.
+	Workers WorkersEntry `json:"workers"`
+	// Batches are the per-batch files (imported steps).
+	Batches BatchesEntry `json:"batches"`
+	// Pictures are the PNG files, in index.html's order within each group.
+	Pictures []PictureEntry `json:"pictures"`
+	// Timeline describes timeline.json.
+	Timeline TimelineEntry `json:"timeline"`
+	// Index is the page to open first (index.html).
+	Index string `json:"index"`
+}
+
+// FileEntry describes one file of a series: its Name, File (relative to the directory),
+// whether it is Written, the Rows written, Source, Unit, Definition and, when not written, Why.
+type FileEntry struct {
+	Name       string `json:"name"`
+	File       string `json:"file"`
+	Written    bool   `json:"written"`
+	Rows       int    `json:"rows"`
+	Source     string `json:"source"`
+	Unit       string `json:"unit"`
+	Definition string `json:"definition"`
+	Why        string `json:"why,omitempty"`
+}
+
+// WorkersEntry describes the per-worker files: their Source (vllm_scrape), the worker ids
+// (vLLM's "engine" label values, sorted) and each metric.
+type WorkersEntry struct {
+	Source  string              `json:"source"`
+	Workers []string            `json:"workers"`
+	Metrics []WorkerMetricEntry `json:"metrics"`
+}
+
+// WorkerMetricEntry is one per-worker metric: sangam's Name, the vLLM Family it is read
+// from, its files (CDFFile, 101 rows per worker; SeriesFile, the time series), the samples
+// per worker, and Why when no scrape had the family.
+type WorkerMetricEntry struct {
+	Name       string         `json:"name"`
+	Family     string         `json:"family"`
+	Written    bool           `json:"written"`
+	Source     string         `json:"source"`
+	Unit       string         `json:"unit"`
+	Definition string         `json:"definition"`
+	CDFFile    string         `json:"cdf_file"`
+	SeriesFile string         `json:"series_file"`
+	Samples    map[string]int `json:"samples_by_worker"`
+	Why        string         `json:"why,omitempty"`
+}
+
+// BatchesEntry describes sangam's per-batch files: Written is false, with Why, until
+// imported steps feed them.
+type BatchesEntry struct {
+	Written bool     `json:"written"`
+	Files   []string `json:"files"`
+	Why     string   `json:"why,omitempty"`
+}
+
+// PictureEntry is one PNG: its File, the Data file it draws, its index.html Group (request,
+// server decomposition, workers, batches), a one-line Caption and the data's Source.
+type PictureEntry struct {
+	File    string `json:"file"`
+	Data    string `json:"data"`
+	Group   string `json:"group"`
+	Caption string `json:"caption"`
+	Source  string `json:"source"`
 }
 
 // RequestMetricsEntry describes request_metrics.csv.

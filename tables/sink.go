@@ -2,12 +2,8 @@ package tables
 
 import (
 	"cmp"
-	"errors"
-	"fmt"
-	"io/fs"
+	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 
@@ -22,31 +18,69 @@ const (
 	ManifestFile       = "manifest.json"
 )
 
-// Sink is an artifact.Sink that collects the measured infer.request records and the
-// infer.vllm_span records of one or more runs, and on Close writes the output directory:
+// Sink is an artifact.Sink that collects the measured infer.request records, the
+// infer.vllm_span records and the infer.vllm_scrape records of one or more runs, and on Close
+// writes the output directory:
 //
 //   - request_metrics.csv: header "Request Id" then the columns (sangam's order) that have a
 //     source and at least one value; one row per measured request with at least one value
 //     (latency and token columns only for a completed request, status ok; the inter-arrival
-//     delay for every measured request with an intended arrival); floats as %.4f, an integer column without a missing cell as integers, a missing value
-//     as an empty cell. Rows are sorted by Request Id as strings (byte order) when there
-//     are two columns or more (sangam's outer merge), kept in record order otherwise.
+//     delay for every measured request with an intended arrival); floats as %.4f, an integer
+//     column without a missing cell as integers, a missing value as an empty cell. Rows are
+//     sorted by Request Id as strings (byte order) when there are two columns or more
+//     (sangam's outer merge), kept in record order otherwise.
 //   - request_plots/<column>.csv: each written column's exact CDF (ExactCDF: "<column>,cdf",
-//     at most 1,001 rows, Python-repr floats, integers for a token column); the file of a
-//     column not written is removed, so an overwritten directory holds no stale CDF.
-//   - manifest.json: every column (Manifest).
+//     at most 1,001 rows, Python-repr floats, integers for a token column) and its PNG (a
+//     step plot, value on x); <column>_histogram.png (25 bins) for the inter-arrival delay
+//     and the token counts.
+//   - request_plots/request_arrival_time_series.csv and request_completion_time_series.csv:
+//     "Time (s),<name>", the cumulative count against seconds since the first arrival, at
+//     most 1,001 rows (countSeriesCSV), with a PNG (lines).
+//   - worker_plots/worker_<gauge>_time_series.csv ("Time (s),<gauge>,worker_id") and
+//     worker_plots/worker_<gauge>.csv ("cdf,<gauge>,worker_id", 101 DDSketch quantiles per
+//     worker) for queue_depth_waiting, queue_depth_active and kv_page_utilization_ratio from
+//     the scrapes (worker = vLLM's engine label), each with a PNG, one colour per worker.
+//   - timeline.json: a Chrome trace of the requests, their joined spans and the engines'
+//     gauges (writeTimeline).
+//   - manifest.json: every column, series, worker metric, picture (group, caption, source),
+//     the per-batch files left out (no imported steps) and the timeline (Manifest).
+//   - index.html: the page to open first (writeIndex), with the summary (SetSummary).
 //
-// Spans are joined to requests by package join (join.Live, the rules of the offline join): a
-// quarantined request has no span columns. Other records are ignored. Write never fails;
-// Close returns the first error creating the directory or writing a file. The Sink is safe
-// for concurrent use; records written after Close are ignored.
+// A file of an earlier write that this one does not produce (a column without values now)
+// is removed, so an overwritten directory holds nothing stale. Spans are joined to requests
+// by package join (join.Live, the rules of the offline join): a quarantined request has no
+// span columns. Other records are ignored. Write never fails; Close returns the first error
+// creating the directory or writing a file. The Sink is safe for concurrent use; records
+// written after Close are ignored.
 type Sink struct {
-	dir    string
-	mu     sync.Mutex
-	live   join.Live
-	reqs   []*artifact.Request
-	seen   bool // an infer.request record arrived (any phase)
-	closed bool
+	dir     string
+	mu      sync.Mutex
+	live    join.Live
+	reqs    []*artifact.Request
+	spans   []*artifact.VLLMSpan
+	workers workerSamples
+	summary func() (Summary, error)
+	seen    bool // an infer.request record arrived (any phase)
+	// noPictures skips rendering the PNGs (the fuzz target, where rendering dominates);
+	// index.html then has no picture.
+	noPictures bool
+	closed     bool
+}
+
+// Summary is what index.html shows above the plots: the run's text report (analyze's text
+// rendering) and its SLO bounds (the policy document, as text); either may be empty.
+type Summary struct {
+	Text string
+	SLO  string
+}
+
+// SetSummary sets the function that gives index.html its summary; Close calls it once
+// (after every record was written, so that a caller can analyse the closed artifact). An
+// error is shown on the page in the summary's place. Without one the page has no summary.
+func (s *Sink) SetSummary(f func() (Summary, error)) {
+	s.mu.Lock()
+	s.summary = f
+	s.mu.Unlock()
 }
 
 // New returns a Sink writing into dir (created on Close when missing). Checking that dir
@@ -71,6 +105,9 @@ func (s *Sink) Write(rec artifact.Record) error {
 		}
 	case *artifact.VLLMSpan:
 		s.live.Add(v)
+		s.spans = append(s.spans, v)
+	case *artifact.VLLMScrape:
+		s.workers.addScrape(v)
 	}
 	return nil
 }
@@ -86,16 +123,21 @@ func (s *Sink) Close() error {
 		return nil
 	}
 	s.closed = true
-	t := build(s.reqs, s.live.Result())
-	return t.write(s.dir)
+	o := &output{t: build(s.reqs, s.live.Result()), reqs: s.reqs, spans: s.spans, workers: &s.workers, noPictures: s.noPictures}
+	if s.summary != nil {
+		o.summary, o.summaryErr = s.summary()
+	}
+	return o.write(s.dir)
 }
 
 // table is the built request table.
 type table struct {
-	ids      []string
-	vals     [][]float64 // [row][column of columns]; NaN: no value
-	included []int       // indices into columns, in order
-	counts   []int       // values per column of columns
+	ids []string
+	// vals holds row i's value of column c at i×len(valued)+slot[c] (only the columns
+	// with a source have a slot); NaN: no value.
+	vals     []float64
+	included []int // indices into columns, in order
+	counts   []int // values per column of columns
 	sorted   bool
 	join     join.Result
 	// measuredXIDs are the x_request_ids of the measured requests sent.
@@ -107,6 +149,7 @@ type table struct {
 func build(reqs []*artifact.Request, jr join.Result) *table {
 	gaps := interArrivals(reqs)
 	t := &table{counts: make([]int, len(columns)), join: jr}
+	row := make([]float64, len(valued))
 	for i, r := range reqs {
 		in := rowInput{req: r, completed: r.Status == artifact.RequestOK}
 		in.interArrival, in.hasIA = gaps[i].gap, gaps[i].ok
@@ -116,25 +159,22 @@ func build(reqs []*artifact.Request, jr join.Result) *table {
 				in.span = &artifact.VLLMSpan{Attributes: attrs}
 			}
 		}
-		row, has := make([]float64, len(columns)), false
-		for c := range columns {
-			row[c] = nan
-			if columns[c].value == nil {
-				continue
-			}
+		has := false
+		for k, c := range valued {
+			row[k] = nan
 			if v, ok := columns[c].value(&in); ok {
-				row[c], has = v, true
+				row[k], has = v, true
 			}
 		}
 		if !has {
 			continue
 		}
-		for c, v := range row {
-			if !math.IsNaN(v) {
+		for k, c := range valued {
+			if !math.IsNaN(row[k]) {
 				t.counts[c]++
 			}
 		}
-		t.ids, t.vals = append(t.ids, r.RequestID), append(t.vals, row)
+		t.ids, t.vals = append(t.ids, r.RequestID), append(t.vals, row...)
 	}
 	for c, n := range t.counts {
 		if n > 0 {
@@ -149,6 +189,29 @@ func build(reqs []*artifact.Request, jr join.Result) *table {
 
 var nan = math.NaN()
 
+// valued are the indices of the columns with a source (a value function); slot maps a
+// column to its place among them (-1 for a column without a source).
+var valued, slot = func() ([]int, []int) {
+	var v []int
+	sl := make([]int, len(columns))
+	for c := range columns {
+		sl[c] = -1
+		if columns[c].value != nil {
+			sl[c] = len(v)
+			v = append(v, c)
+		}
+	}
+	return v, sl
+}()
+
+// val is row i's value of column c (NaN: none).
+func (t *table) val(i, c int) float64 {
+	if slot[c] < 0 {
+		return nan
+	}
+	return t.vals[i*len(valued)+slot[c]]
+}
+
 // sortRows orders the rows by Request Id (stable).
 func (t *table) sortRows() {
 	order := make([]int, len(t.ids))
@@ -156,9 +219,11 @@ func (t *table) sortRows() {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(t.ids[a], t.ids[b]) })
-	ids, vals := make([]string, len(order)), make([][]float64, len(order))
+	n := len(valued)
+	ids, vals := make([]string, len(order)), make([]float64, len(t.vals))
 	for i, k := range order {
-		ids[i], vals[i] = t.ids[k], t.vals[k]
+		ids[i] = t.ids[k]
+		copy(vals[i*n:(i+1)*n], t.vals[k*n:(k+1)*n])
 	}
 	t.ids, t.vals, t.sorted = ids, vals, true
 }
@@ -190,49 +255,19 @@ func interArrivals(reqs []*artifact.Request) []gap {
 	return out
 }
 
-// write writes the directory's files.
-func (t *table) write(dir string) error {
-	plots := filepath.Join(dir, RequestPlotsDir)
-	if err := os.MkdirAll(plots, 0o755); err != nil {
-		return fmt.Errorf("tables: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, RequestMetricsFile), t.requestMetrics(), 0o644); err != nil {
-		return fmt.Errorf("tables: %w", err)
-	}
-	for c := range columns {
-		path := filepath.Join(plots, columns[c].name+".csv")
-		if t.counts[c] == 0 {
-			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("tables: %w", err)
-			}
-			continue
-		}
-		if err := os.WriteFile(path, t.cdf(c), 0o644); err != nil {
-			return fmt.Errorf("tables: %w", err)
-		}
-	}
-	m, err := t.manifest().encode()
-	if err != nil {
-		return fmt.Errorf("tables: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, ManifestFile), m, 0o644); err != nil {
-		return fmt.Errorf("tables: %w", err)
-	}
-	return nil
-}
-
-// requestMetrics is request_metrics.csv.
-func (t *table) requestMetrics() []byte {
+// writeRequestMetrics writes request_metrics.csv to w, in pieces of about 1 MiB.
+func (t *table) writeRequestMetrics(w io.Writer) error {
 	var c CSV
 	head := []string{"Request Id"}
 	for _, k := range t.included {
 		head = append(head, columns[k].name)
 	}
 	c.Row(head...)
+	row := make([]string, 0, len(head))
 	for i, id := range t.ids {
-		row := []string{id}
+		row = append(row[:0], id)
 		for _, k := range t.included {
-			v := t.vals[i][k]
+			v := t.val(i, k)
 			if columns[k].integer && t.counts[k] == len(t.ids) {
 				row = append(row, IntFormat(v))
 			} else {
@@ -240,21 +275,11 @@ func (t *table) requestMetrics() []byte {
 			}
 		}
 		c.Row(row...)
-	}
-	return c.Bytes()
-}
-
-// cdf is column c's exact CDF file.
-func (t *table) cdf(c int) []byte {
-	vals := make([]float64, 0, t.counts[c])
-	for _, row := range t.vals {
-		if v := row[c]; !math.IsNaN(v) {
-			vals = append(vals, v)
+		if c.Len() >= 1<<20 {
+			if err := c.FlushTo(w); err != nil {
+				return err
+			}
 		}
 	}
-	format := Repr
-	if columns[c].integer {
-		format = IntFormat
-	}
-	return ExactCDF(columns[c].name, vals, format)
+	return c.FlushTo(w)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/inferprobe/inferprobe/artifact"
@@ -110,8 +111,25 @@ func TestTablesRequestMetricsGolden(t *testing.T) {
 		}
 	}
 	entries, err := os.ReadDir(filepath.Join(dir, RequestPlotsDir))
-	if err != nil || len(entries) != 12 {
-		t.Errorf("request_plots holds %d files (%v), want one per written column (12)", len(entries), err)
+	var csvs, pngs []string
+	for _, e := range entries {
+		switch filepath.Ext(e.Name()) {
+		case ".csv":
+			csvs = append(csvs, e.Name())
+		case ".png":
+			pngs = append(pngs, e.Name())
+		}
+	}
+	// One CDF per written column (12) and the arrival series (no request records an end
+	// time: no completion series); a picture of each, and a histogram of the inter-arrival
+	// delay and the two token counts.
+	if err != nil || len(csvs) != 13 || len(pngs) != 16 {
+		t.Errorf("request_plots holds %d CSVs and %d PNGs (%v), want 13 and 16: %v %v", len(csvs), len(pngs), err, csvs, pngs)
+	}
+	// Arrivals at intended 0, 250, 500 and 1000 ms.
+	want = "Time (s),request_arrival\n0.0,1\n0.25,2\n0.5,3\n1.0,4\n"
+	if got := readFile(t, filepath.Join(dir, RequestPlotsDir, "request_arrival_time_series.csv")); got != want {
+		t.Errorf("request_arrival_time_series.csv = %q, want %q", got, want)
 	}
 }
 
@@ -156,6 +174,12 @@ func TestTablesManifest(t *testing.T) {
 	}
 	if len(m.RequestPlots) != 12 || m.RequestPlots[0] != "request_plots/request_e2e_time.csv" {
 		t.Errorf("request_plots: %v", m.RequestPlots)
+	}
+	if s := m.RequestSeries; len(s) != 2 || !s[0].Written || s[0].Rows != 4 || s[1].Written || s[1].Why != whyNoCompletion {
+		t.Errorf("request_series: %+v", s)
+	}
+	if !slices.Equal(m.Batches.Files, batchFiles) || m.Batches.Written || m.Batches.Why != whyNoSteps {
+		t.Errorf("batches: %+v", m.Batches)
 	}
 	if m.SpanJoin.Joined != 2 || m.SpanJoin.Quarantined["multiple_spans"] != 1 || len(m.SpanJoin.Quarantined) != 1 {
 		t.Errorf("span_join: %+v", m.SpanJoin)

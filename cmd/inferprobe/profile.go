@@ -85,7 +85,11 @@ at the end.`,
 				if err := checkTablesDir("--tables", pf.tables, false); err != nil {
 					return err
 				}
-				spec.Sinks = append(spec.Sinks, tables.New(pf.tables))
+				ts, out := tables.New(pf.tables), pf.output
+				// The artifact writer is closed before the sinks after it: the summary
+				// analyses the finished artifact.
+				ts.SetSummary(func() (tables.Summary, error) { return tables.SummaryFile(context.Background(), out) })
+				spec.Sinks = append(spec.Sinks, ts)
 			}
 			res, err := runProfile(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), spec, pf.quiet)
 			if err != nil {

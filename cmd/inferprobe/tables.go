@@ -7,10 +7,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/tables"
 )
@@ -27,14 +29,19 @@ func newTablesCmd() *cobra.Command {
 	var tf tablesFlags
 	cmd := &cobra.Command{
 		Use:   "tables ARTIFACT... --output DIR",
-		Short: "Write per-request tables in sangam's layout (request_metrics.csv, request_plots/ CDFs, manifest.json) from artifacts",
+		Short: "Write sangam-layout tables, CDFs, plots, index.html and timeline.json from artifacts",
 		Long: `tables reads JSONL artifacts written by profile (offline: only the files) and writes
-sangam's per-request tables into DIR: request_metrics.csv (one row per measured request,
-one column per sangam metric that a source observes: client e2e, the joined vLLM span's
-queue, prefill and decode times, the intended arrivals, the server's token usage),
-request_plots/<metric>.csv (each column's exact CDF, at most 1,001 rows) and manifest.json
-(every column's source, unit and definition, and why a column is left out). The records of
-several artifacts go into one table.
+sangam's tables into DIR: request_metrics.csv (one row per measured request, one column per
+sangam metric that a source observes: client e2e, the joined vLLM span's queue, prefill and
+decode times, the intended arrivals, the server's token usage), request_plots/<metric>.csv
+(each column's exact CDF, at most 1,001 rows), the request_arrival and request_completion
+time series, worker_plots/ (per vLLM engine: queue_depth_waiting, queue_depth_active and
+kv_page_utilization_ratio from the /metrics scrapes, as time series and 101-quantile
+DDSketch CDFs), a PNG of each, timeline.json (a Chrome/Perfetto trace: each request's client
+events beside its joined vLLM span, the engines' scraped gauges as counters), manifest.json
+(every file's and column's source, unit and definition, and why one is left out) and
+index.html (open it first: the analyze text report, the SLO bounds and every plot with its
+caption, self-contained). The records of several artifacts go into one table.
 
 DIR must be new or empty unless --overwrite is given (the files tables writes are replaced).
 
@@ -92,9 +99,20 @@ func (tf *tablesFlags) run(cmd *cobra.Command, paths []string) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(tablesMemoryLimit(paths)))
 	sink := tables.New(tf.output)
+	var sum tables.Summary
+	var sumErr error
 	for _, p := range paths {
-		if err := feedArtifact(ctx, p, sink, cmd.ErrOrStderr()); err != nil {
+		text, slo, aerr, err := feedArtifact(ctx, p, sink, cmd.ErrOrStderr())
+		if len(paths) > 1 {
+			text = "== " + p + "\n" + text
+		}
+		sum.Text, sum.SLO = sum.Text+text, sum.SLO+slo
+		if aerr != nil && sumErr == nil {
+			sumErr = fmt.Errorf("%s: %w", p, aerr)
+		}
+		if err != nil {
 			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 				fmt.Fprintln(cmd.ErrOrStderr(), "Interrupted")
 				return &exitError{code: exitInterrupted}
@@ -105,6 +123,7 @@ func (tf *tablesFlags) run(cmd *cobra.Command, paths []string) error {
 			return withCode(exitUnexpected, err)
 		}
 	}
+	sink.SetSummary(func() (tables.Summary, error) { return sum, sumErr })
 	if err := sink.Close(); err != nil {
 		return withCode(exitUnexpected, err)
 	}
@@ -112,25 +131,49 @@ func (tf *tablesFlags) run(cmd *cobra.Command, paths []string) error {
 	return nil
 }
 
-// feedArtifact reads the artifact at path and replays its records to sink
-// (artifact.Replay). A truncated last line, and requests of sessions the artifact does not
-// declare (left out), are warnings on stderr. Errors: a missing, unreadable or invalid
-// artifact (no infer.session or infer.request v1 record, an undecodable infer.vllm_span)
-// wrap artifact.ErrInvalidArtifact; ctx's error when it ends.
-func feedArtifact(ctx context.Context, path string, sink artifact.Sink, stderr io.Writer) error {
-	a, err := artifact.ReadFileContext(ctx, path)
+// tablesMemoryLimit is the soft memory limit (bytes) of the tables verb: analyze's rule
+// (analyzeMemoryLimit) over the artifacts' total size, plus 256 MiB for the tables
+// themselves; the current limit when GOMEMLIMIT is set.
+func tablesMemoryLimit(paths []string) int64 {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return debug.SetMemoryLimit(-1)
+	}
+	var size int64
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil {
+			size += fi.Size()
+		}
+	}
+	return max(1<<30, size/4*3) + 256<<20
+}
+
+// feedArtifact reads the artifact at path once (analyze.ReadInput: streamed, the requests
+// packed), writes it to sink (tables.Sink.WriteInput) and returns its text report and SLO
+// policy (tables.SummaryOf); an analysis error (aerr) is shown on the page, not fatal. A truncated last line, and requests of
+// sessions the artifact does not declare (left out), are warnings on stderr. Errors: a
+// missing, unreadable or invalid artifact (no infer.session or infer.request v1 record, an
+// undecodable infer.vllm_span or infer.vllm_scrape) wrap artifact.ErrInvalidArtifact; ctx's
+// error when it ends.
+func feedArtifact(ctx context.Context, path string, sink *tables.Sink, stderr io.Writer) (text, slo string, aerr, err error) {
+	in, err := analyze.ReadInput(ctx, path)
 	if err != nil {
-		return err
+		return "", "", nil, err
 	}
-	if err := a.Validate(); err != nil {
-		return err
+	if err := in.Validate(); err != nil {
+		return "", "", nil, err
 	}
-	if a.Truncated != nil {
-		fmt.Fprintf(stderr, "Warning: %s: %s\n", path, a.Truncated)
+	if t := in.Artifact.Truncated; t != nil {
+		fmt.Fprintf(stderr, "Warning: %s: %s\n", path, t)
 	}
-	skipped, err := a.Replay(sink)
-	if skipped > 0 {
-		fmt.Fprintf(stderr, "Warning: %s: %d request records of a session no infer.session record declares are left out\n", path, skipped)
+	for _, ig := range in.Ignored {
+		fmt.Fprintf(stderr, "Warning: %s: %s\n", path, ig.Text())
 	}
-	return err
+	if err := sink.WriteInput(in); err != nil {
+		return "", "", nil, err
+	}
+	text, slo, aerr = tables.SummaryOf(ctx, path, in)
+	if ctx.Err() != nil {
+		return "", "", nil, ctx.Err()
+	}
+	return text, slo, aerr, nil
 }

@@ -59,10 +59,15 @@ func TestTablesVerbWritesDirectory(t *testing.T) {
 			t.Fatalf("rows %d and %d out of order: %q, %q", i-1, i, a, b)
 		}
 	}
-	for _, f := range []string{tables.ManifestFile, "request_plots/request_e2e_time.csv", "request_plots/request_unaccounted_time.csv"} {
+	for _, f := range []string{tables.ManifestFile, "request_plots/request_e2e_time.csv", "request_plots/request_unaccounted_time.csv",
+		"request_plots/request_e2e_time.png", "request_plots/request_arrival_time_series.csv", tables.IndexFile, tables.TimelineFile} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
+	}
+	if page, _ := os.ReadFile(filepath.Join(out, tables.IndexFile)); !strings.Contains(string(page), "<pre>") ||
+		strings.Contains(string(page), "could not be computed") {
+		t.Error("index.html lacks the analyze summary")
 	}
 	// The same artifact gives the same bytes; a non-empty --output needs --overwrite.
 	if code, _, stderr := runCLI(t, "tables", path, "--output", out); code != exitUsage || !strings.Contains(stderr, "not empty") {
@@ -129,7 +134,7 @@ func TestTablesProfileFlag(t *testing.T) {
 	args := func(output string) []string {
 		return []string{"profile", "--base-url", srv.URL() + "/v1", "--model", sim.DefaultConfig().Model, "--output", output,
 			"--concurrency", "2", "--requests", "6", "--input-tokens", "32", "--output-tokens", "4", "--warmup-requests", "1",
-			"--tables", tdir}
+			"--tables", tdir, "--vllm-metrics", "--vllm-metrics-interval", "0.1"}
 	}
 	if code := runQuiet(args(out)...); code != 0 {
 		t.Fatalf("exit %d", code)
@@ -146,6 +151,24 @@ func TestTablesProfileFlag(t *testing.T) {
 		if !strings.Contains(l, "_measured_") {
 			t.Errorf("row of a request not measured: %q", l)
 		}
+	}
+	// The sim's /metrics scrapes give per-engine series and CDFs; the page has the run's
+	// text report (analysed from the closed artifact) and the timeline names the engine.
+	series, err := os.ReadFile(filepath.Join(tdir, tables.WorkerPlotsDir, "worker_queue_depth_waiting_time_series.csv"))
+	if err != nil || !strings.HasPrefix(string(series), "Time (s),queue_depth_waiting,worker_id\n") || strings.Count(string(series), "\n") < 3 {
+		t.Errorf("waiting series %q: %v", series, err)
+	}
+	cdf, err := os.ReadFile(filepath.Join(tdir, tables.WorkerPlotsDir, "worker_kv_page_utilization_ratio.csv"))
+	if err != nil || strings.Count(string(cdf), "\n")%tables.WorkerCDFRows != 1 {
+		t.Errorf("kv CDF: %d lines, %v", strings.Count(string(cdf), "\n"), err)
+	}
+	page, err := os.ReadFile(filepath.Join(tdir, tables.IndexFile))
+	if err != nil || !strings.Contains(string(page), "<pre>") || strings.Contains(string(page), "could not be computed") ||
+		!strings.Contains(string(page), "<h2>workers</h2>") {
+		t.Errorf("index.html: %v", err)
+	}
+	if tl, err := os.ReadFile(filepath.Join(tdir, tables.TimelineFile)); err != nil || !strings.Contains(string(tl), `"name":"engine `) {
+		t.Errorf("timeline.json: %v", err)
 	}
 	out2 := filepath.Join(dir, "b.jsonl")
 	if code, _, stderr := runCLI(t, args(out2)...); code != exitUsage || !strings.Contains(stderr, "--tables") {
