@@ -8,8 +8,9 @@ cd "$(dirname "$0")/.."
 . scripts/cgo-env.sh
 
 # Debian packages the tests need: prometheus (the server the integration test scrapes the
-# daemon with, and promtool for `check rules` / `test rules` / `check config`). Without them
-# those tests skip locally; under CI (CI set) they fail.
+# daemon with, and promtool for `check rules` / `test rules` / `check config`) and chromium
+# (the headless browser that renders tables' index.html). Without them those tests skip
+# locally; under CI (CI set) they fail.
 need_pkgs=(prometheus chromium)
 if command -v apt-get >/dev/null 2>&1; then
   missing=()
