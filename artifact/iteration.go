@@ -183,6 +183,14 @@ func (ActivityRef) RecordKind() Kind { return KindActivityRef }
 
 // MarshalJSON writes the record header, then the fields; nil intervals are written as [].
 func (a ActivityRef) MarshalJSON() ([]byte, error) {
+	if a.Metadata.Intervals == nil {
+		a.Metadata.Intervals = [][2]int64{}
+	}
+	return encodeActivityRef(&a)
+}
+
+// marshalActivityRefPlain is the reflection encoding encodeActivityRef reproduces.
+func marshalActivityRefPlain(a ActivityRef) ([]byte, error) {
 	type plain ActivityRef
 	if a.Metadata.Intervals == nil {
 		a.Metadata.Intervals = [][2]int64{}

@@ -147,3 +147,33 @@ func TestOpenAppend(t *testing.T) {
 		t.Fatal("missing file opened")
 	}
 }
+
+// TestActivityRefEncoding: the hand-written encoding is byte for byte the reflection one,
+// for linked, unresolved, kernel-detail and non-ASCII records, and with a changed context.
+func TestActivityRefEncoding(t *testing.T) {
+	a := sampleActivityRef()
+	b := a
+	b.IterationRef, b.AttributionStatus = nil, AttributionUnresolved
+	b.Metadata = ActivityMetadata{UnresolvedReason: Ptr(UnresolvedAmbiguousRange)}
+	b.RuntimeCorrelationID, b.DeviceID = nil, nil
+	c := a
+	c.Metadata.Name = Ptr("void at::native::k<float, \"q\"> \u00e9 <&> \\ \t")
+	c.ActivityRef = "kineto:rank0 ü.json:1/activity/3"
+	c.GraphID, c.StreamID = Ptr(int64(-4)), Ptr(int64(7))
+	d := c
+	d.Context.RunID = "other-run"
+	d.Context.Rank = Ptr(int64(3))
+	for i, r := range []ActivityRef{a, b, c, d, a} {
+		got, err := r.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := marshalActivityRefPlain(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("record %d:\n got %s\nwant %s", i, got, want)
+		}
+	}
+}

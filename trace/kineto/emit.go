@@ -36,7 +36,7 @@ func (r *fileResult) attribute() {
 	c.assignSteps(r.steps)
 	r.actStep = make([]int32, c.acts.len())
 	r.reasons = map[string]int64{}
-	used := map[int32]bool{}
+	used := newBitset(c.launches.len())
 	for i := range int32(c.acts.len()) {
 		a := c.acts.at(i)
 		s := stepOf(a, c, r.steps, r.gpuOnly)
@@ -46,8 +46,7 @@ func (r *fileResult) attribute() {
 		} else {
 			r.reasons[reasonOf(s)]++
 		}
-		if a.launch >= 0 && !used[a.launch] {
-			used[a.launch] = true
+		if a.launch >= 0 && used.add(a.launch) {
 			r.launches++
 			if c.launches.at(a.launch).flags&flagGraph != 0 {
 				r.graphs++

@@ -33,7 +33,7 @@ func reasonOf(code int32) string {
 // the step is its launch's; with GPU ranges only, the range holding it on its device.
 func stepOf(a *activity, c *collector, steps []step, gpuOnly bool) int32 {
 	if gpuOnly {
-		if s := gpuRangeStep(steps, a); s >= 0 {
+		if s := gpuRangeStep(steps, a, c.threadList[a.thread][0]); s >= 0 {
 			return s
 		}
 		if a.launch < 0 {
