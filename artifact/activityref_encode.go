@@ -48,39 +48,9 @@ func encodeActivityRef(a *ActivityRef) ([]byte, error) {
 	}
 	b = append(b, `,"event_id":`...)
 	b = appendString(b, a.EventID)
-	b = append(b, `,"metadata":{"intervals":`...)
-	if a.Metadata.Intervals == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, iv := range a.Metadata.Intervals {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, '[')
-			b = strconv.AppendInt(b, iv[0], 10)
-			b = append(b, ',')
-			b = strconv.AppendInt(b, iv[1], 10)
-			b = append(b, ']')
-		}
-		b = append(b, ']')
-	}
-	m := &a.Metadata
-	b = append(b, `,"busy_ns":`...)
-	b = strconv.AppendInt(b, m.BusyNS, 10)
-	b = append(b, `,"summed_duration_ns":`...)
-	b = strconv.AppendInt(b, m.SummedDurationNS, 10)
-	b = append(b, `,"activities":`...)
-	b = strconv.AppendInt(b, m.Activities, 10)
-	if m.Name != nil {
-		b = append(b, `,"name":`...)
-		b = appendString(b, *m.Name)
-	}
-	b = append(b, `,"launch_name":`...)
-	b = appendStringPtr(b, m.LaunchName)
-	b = append(b, `,"unresolved_reason":`...)
-	b = appendStringPtr(b, m.UnresolvedReason)
-	b = append(b, `},"activity_ref":`...)
+	b = append(b, `,"metadata":`...)
+	b = appendActivityMetadata(b, &a.Metadata)
+	b = append(b, `,"activity_ref":`...)
 	b = appendString(b, a.ActivityRef)
 	b = append(b, `,"activity_kind":`...)
 	b = appendString(b, a.ActivityKind)
@@ -115,4 +85,40 @@ func encodeActivityRef(a *ActivityRef) ([]byte, error) {
 	b = append(b, `,"end_ns":`...)
 	b = strconv.AppendInt(b, a.EndNS, 10)
 	return append(b, '}'), nil
+}
+
+// appendActivityMetadata appends an activity ref's metadata object.
+func appendActivityMetadata(b []byte, m *ActivityMetadata) []byte {
+	b = append(b, `{"intervals":`...)
+	if m.Intervals == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, iv := range m.Intervals {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '[')
+			b = strconv.AppendInt(b, iv[0], 10)
+			b = append(b, ',')
+			b = strconv.AppendInt(b, iv[1], 10)
+			b = append(b, ']')
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"busy_ns":`...)
+	b = strconv.AppendInt(b, m.BusyNS, 10)
+	b = append(b, `,"summed_duration_ns":`...)
+	b = strconv.AppendInt(b, m.SummedDurationNS, 10)
+	b = append(b, `,"activities":`...)
+	b = strconv.AppendInt(b, m.Activities, 10)
+	if m.Name != nil {
+		b = append(b, `,"name":`...)
+		b = appendString(b, *m.Name)
+	}
+	b = append(b, `,"launch_name":`...)
+	b = appendStringPtr(b, m.LaunchName)
+	b = append(b, `,"unresolved_reason":`...)
+	b = appendStringPtr(b, m.UnresolvedReason)
+	return append(b, '}')
 }
