@@ -142,7 +142,7 @@ func (c *collector) stepStats(acts []int32, seen map[int32]bool) stepStats {
 			}
 		}
 		if st.activities == 1 {
-			st.spanStart = a.start
+			st.spanStart, st.spanEnd = a.start, a.end
 		}
 		st.spanEnd = max(st.spanEnd, a.end)
 		prevEnd := all.end
