@@ -27,7 +27,8 @@ type step struct {
 // to the activity's position, the flow start of the same id bound to the launch's
 // position), else through args.correlation. It fills activity.launch and activity.scope.
 func (c *collector) link() {
-	byKey := c.sortedLaunchesByKey()
+	// Launches are sorted in place by position key (no activity refers to one yet).
+	sort.Sort(blockSort[launch]{&c.launches, func(x, y *launch) bool { return x.key < y.key }})
 	byCorr := make([]int32, 0, c.launches.len())
 	for i := range int32(c.launches.len()) {
 		if c.launches.at(i).flags&flagCorr != 0 {
@@ -39,7 +40,7 @@ func (c *collector) link() {
 	sort.Sort(blockSort[flow]{&c.flowStarts, func(x, y *flow) bool { return x.id < y.id }})
 	for i := range int32(c.acts.len()) {
 		a := c.acts.at(i)
-		if li := c.viaFlow(a, byKey); li >= 0 {
+		if li := c.viaFlow(a); li >= 0 {
 			a.launch, a.scope = li, scopeFlow
 			continue
 		}
@@ -55,7 +56,7 @@ func (c *collector) link() {
 
 // viaFlow follows an activity's ac2g flow to its launch, or returns -1.
 // The flow lists are sorted: ends by position key, starts by id.
-func (c *collector) viaFlow(a *activity, byKey []int32) int32 {
+func (c *collector) viaFlow(a *activity) int32 {
 	ends, starts := &c.flowEnds, &c.flowStarts
 	if ends.len() == 0 {
 		return -1
@@ -71,26 +72,12 @@ func (c *collector) viaFlow(a *activity, byKey []int32) int32 {
 		return -1
 	}
 	lk := starts.at(s).key
-	l := sort.Search(len(byKey), func(x int) bool { return c.launchKey(byKey[x]) >= lk })
-	if l < len(byKey) && c.launchKey(byKey[l]) == lk {
-		return byKey[l]
+	n := c.launches.len()
+	l := int32(sort.Search(n, func(x int) bool { return c.launches.at(int32(x)).key >= lk }))
+	if int(l) < n && c.launches.at(l).key == lk {
+		return l
 	}
 	return -1
-}
-
-func (c *collector) launchKey(i int32) uint64 {
-	l := c.launches.at(i)
-	return c.posOf(l.thread, l.ts)
-}
-
-// sortedLaunchesByKey returns the launch indices sorted by position key.
-func (c *collector) sortedLaunchesByKey() []int32 {
-	idx := make([]int32, c.launches.len())
-	for i := range idx {
-		idx[i] = int32(i)
-	}
-	slices.SortFunc(idx, func(x, y int32) int { return cmp.Compare(c.launchKey(x), c.launchKey(y)) })
-	return idx
 }
 
 // buildSteps orders the iteration ranges into steps: the CPU ranges by start (each paired

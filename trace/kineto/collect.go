@@ -34,11 +34,12 @@ type activity struct {
 	scope          uint8 // scopeNone, scopeFlow, scopeCorrelation
 }
 
-// launch is one CPU runtime or driver call (cuda_runtime, cuda_driver), 32 bytes: its
-// start, correlation and (pid, tid) index.
+// launch is one CPU runtime or driver call (cuda_runtime, cuda_driver), 40 bytes: its
+// start, correlation, position key (posKey of its pid, tid, ts) and (pid, tid) index.
 type launch struct {
 	ts     int64
 	corr   int64
+	key    uint64
 	thread int32
 	name   uint32
 	step   int32 // index in the steps; stepUnset, stepAmbiguous or stepOutside
@@ -170,7 +171,7 @@ func (c *collector) addComplete(ev *event) {
 		a.name = c.intern(ev.name, ev.nameEsc)
 		c.acts.add(a)
 	case bytes.Equal(ev.cat, catRuntime), bytes.Equal(ev.cat, catDriver):
-		l := launch{ts: ev.ts, corr: ev.corr, thread: c.thread(ev.pid, ev.tid), step: stepUnset}
+		l := launch{ts: ev.ts, corr: ev.corr, key: posKey(ev.pid, ev.tid, ev.ts), thread: c.thread(ev.pid, ev.tid), step: stepUnset}
 		if ev.has&hasCorr != 0 {
 			l.flags |= flagCorr
 		}
