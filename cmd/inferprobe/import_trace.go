@@ -22,7 +22,7 @@ func init() { verbs = append(verbs, newImportTraceCmd) }
 const producerImportTrace = "inferprobe.import_trace"
 
 // importMemoryLimit is the soft memory limit of an import (unless GOMEMLIMIT is set): the
-// importer keeps ~90 bytes per GPU activity and CPU launch, so the collector stays well
+// importer keeps about 90 bytes per GPU activity and 45 per CPU launch, so the collector stays well
 // under it for a 1 GB trace and the garbage collector keeps the peak near it.
 const importMemoryLimit = 224 << 20
 
