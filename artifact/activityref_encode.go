@@ -38,7 +38,11 @@ func appendOptInt(b []byte, v *int64) []byte {
 // encoding/json write for it (TestActivityRefEncoding compares them): an import writes
 // one per launch, millions for a large trace.
 func encodeActivityRef(a *ActivityRef) ([]byte, error) {
-	b := make([]byte, 0, 1024)
+	size := 2048 // a launch-detail record is ~1.2 KB: one allocation, room for the newline
+	if a.Metadata.Name != nil {
+		size += len(*a.Metadata.Name)
+	}
+	b := make([]byte, 0, size)
 	b = append(b, `{"event_type":"infer.activity_ref","schema_version":`...)
 	b = strconv.AppendInt(b, ActivityRefSchemaVersion, 10)
 	b = append(b, `,"context":`...)

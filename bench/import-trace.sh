@@ -4,7 +4,7 @@
 # exists for the same size), a small artifact to append to, and runs
 #   /usr/bin/time -v inferprobe import-trace ARTIFACT TRACE
 # printing wall time, CPU time, peak RSS and MB/s of trace (trace bytes / wall seconds).
-# Target: peak RSS ≤ 300 MiB and ≥ 50 MB/s. GZIP=1 also runs the gzip-compressed trace.
+# Target: peak RSS ≤ 300 MiB and ≥ 50 MB/s. WITH_GZIP=1 also runs the gzip-compressed trace (gzip -1).
 #
 # Usage: bench/import-trace.sh [WORKDIR]   (default bench/results/import-trace; BYTES=N overrides 1073741824)
 set -euo pipefail
@@ -50,7 +50,7 @@ run() {
 }
 
 run "$trace"
-if [[ ${GZIP:-0} == 1 ]]; then
+if [[ ${WITH_GZIP:-0} == 1 ]]; then
 	[[ -s $trace.gz ]] || gzip -1 -k -c "$trace" >"$trace.gz"
 	run "$trace.gz"
 fi
