@@ -89,6 +89,7 @@ func (c *collector) buildSteps() []step {
 	}
 	slices.SortStableFunc(c.cpuRanges, byStart)
 	slices.SortStableFunc(c.gpuRanges, byStart)
+	c.gpuRanges = mergeGPURanges(c.gpuRanges)
 	steps := make([]step, 0, max(len(c.cpuRanges), len(c.gpuRanges)))
 	if len(c.cpuRanges) == 0 {
 		for i := range c.gpuRanges {
@@ -114,6 +115,23 @@ func (c *collector) buildSteps() []step {
 		steps = append(steps, st)
 	}
 	return steps
+}
+
+// mergeGPURanges merges the GPU ranges (sorted by start) of one step: Kineto writes a
+// gpu_user_annotation per stream, so ranges of the same name on the same device that
+// overlap are one step's.
+func mergeGPURanges(rs []annotation) []annotation {
+	out := rs[:0]
+	last := map[string]int{} // name → index in out of its latest range
+	for _, r := range rs {
+		if i, ok := last[r.step.name]; ok && out[i].pid == r.pid && r.start <= out[i].end {
+			out[i].end = max(out[i].end, r.end)
+			continue
+		}
+		last[r.step.name] = len(out)
+		out = append(out, r)
+	}
+	return out
 }
 
 // thread is the host ranges of one (pid, tid), sorted by start, with the running maximum

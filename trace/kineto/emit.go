@@ -71,7 +71,7 @@ func (r *fileResult) iterations(emit func(artifact.Record) error) error {
 			StartNS: r.ns(s.host.start), EndNS: r.ns(s.host.end),
 			ContextRequests: count(sn.nc), ContextTokens: count(sn.nct),
 			GenRequests: count(sn.ng), GenTokens: count(sn.ngt),
-			Launches: st.launches, GraphLaunches: st.graphLaunches, Activities: st.activities,
+			Launches: st.launches, GraphLaunches: st.graphLaunches, Activities: st.activities, Kernels: st.kernels,
 			GPUBusyNS: st.busy, SummedDurationNS: st.summed,
 			IdleHostWaitNS: st.hostWait, IdleKernelWaitNS: st.kernelWait, IdleOtherNS: st.other,
 			MemcpyNS: st.memcpy, CommunicationNS: st.comm,
