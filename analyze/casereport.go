@@ -54,6 +54,8 @@ type CaseReport struct {
 	Prompts            Prompts             `json:"prompts"`
 	Cache              Cache               `json:"cache"`
 	Memory             Memory              `json:"memory"`
+	Client             ClientAudit         `json:"client"`
+	GPU                GPU                 `json:"gpu"`
 	SLO                *Evaluation         `json:"slo,omitempty"`
 }
 
@@ -98,6 +100,7 @@ func caseReport(in CaseInput, rule Rule, policy *Policy, source string, cache *a
 		Prompts:            PromptsOf(in.Requests, in.Window),
 		Cache:              cacheBlock(cache),
 		Memory:             memoryBlock(in.Requests, iv, samples),
+		Client:             ClientAuditOf(in.Requests, in.Window),
 	}
 	c.Tokens, c.Lengths = TokensOf(in.Requests)
 	if policy != nil {

@@ -293,6 +293,8 @@ func keep(a *artifact.Artifact, it *blockItem) {
 		a.Capabilities = append(a.Capabilities, *v)
 	case *artifact.ClockAlignment:
 		a.ClockAlignments = append(a.ClockAlignments, *v)
+	case *artifact.Iteration:
+		a.Iterations = append(a.Iterations, *v) // activity refs are not kept: the report reads steps only
 	case *artifact.Raw:
 		a.Others = append(a.Others, *v)
 	}

@@ -18,7 +18,9 @@ import (
 // cases.*.request_count (which counted successes) to successful_requests and
 // arrivals.offered_rate_per_second to intended_arrival_rate_per_second, and adds case_order,
 // summary.failure_reasons_omitted, summary.failed_requests_omitted and summary.session_closed.
-const AnalysisVersion = 3
+// Version 4 adds each case's client block (the self-audit: ClientAudit) and gpu block (GPU),
+// and the report's client_limited and client_limited_cases.
+const AnalysisVersion = 4
 
 // Policy sources recorded in the report's slo block and each evaluation.
 const (
@@ -87,7 +89,12 @@ type Report struct {
 	// IgnoredRecords are the records the analysis left out, by session id (Input.Ignored);
 	// [] when none.
 	IgnoredRecords []IgnoredRecords `json:"ignored_records"`
-	Warnings       []string         `json:"-"`
+	// ClientLimited is true when any case's self-audit found the load generator, not the
+	// server, shaped its numbers (CaseReport.Client); ClientLimitedCases names them in
+	// case order ([] when none).
+	ClientLimited      bool     `json:"client_limited"`
+	ClientLimitedCases []string `json:"client_limited_cases"`
+	Warnings           []string `json:"-"`
 	// ScheduleKept says whether the load generator kept its schedule (scheduleKept); it is
 	// for the live exporter, not part of the JSON.
 	ScheduleKept bool        `json:"-"`
@@ -203,12 +210,21 @@ func AnalyzeInput(ctx context.Context, in *Input, opts Options) (*Report, error)
 	samples := systemSamples(a.Others)
 	withSpans := opts.Server != nil && len(opts.Server.Spans) > 0
 	rep.CaseOrder = caseOrder(a.Workload, ids)
+	gpu := gpuInputOf(a, rule)
 	for _, id := range rep.CaseOrder {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		c := caseInput(in, id, windows[id], opts)
 		rep.Cases[id] = caseReport(c, rule, policy, source, caches[id], samples, withSpans)
+		rep.Cases[id].GPU = caseGPU(gpu, rep.Cases[id])
+		if rep.Cases[id].Client.ClientLimited {
+			rep.ClientLimitedCases = append(rep.ClientLimitedCases, id)
+		}
+	}
+	rep.ClientLimited = len(rep.ClientLimitedCases) > 0
+	if rep.ClientLimitedCases == nil {
+		rep.ClientLimitedCases = []string{}
 	}
 	if err := applyServerTelemetry(rep, in, opts.ServerTelemetry); err != nil {
 		return nil, err

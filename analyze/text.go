@@ -22,7 +22,7 @@ import (
 // naming the interval used, an invalid cohort, arrivals (open loops, or closed loops with drops
 // or failures, with the E2E-from-intended p95 for open loops), prompts (non-repeat modes),
 // cache (cold or reset), memory (client-local peaks, server maxima once server telemetry is
-// joined) and the SLO line, e.g.
+// joined), the client's self-audit (clientLines) and the SLO line, e.g.
 //
 //	SLO cli: attainment 96.0%-98.5% of 200 offered, goodput 9.60-9.85 req/s, 5 unknown
 func RenderText(w io.Writer, r *Report) error {
@@ -224,6 +224,10 @@ func caseLines(id string, c *CaseReport) []string {
 		lines = append(lines, "  "+SLOLine(c.SLO))
 	}
 	if line := memoryLine(c.Memory); line != "" {
+		lines = append(lines, line)
+	}
+	lines = append(lines, clientLines(c.Client)...)
+	if line := gpuLine(c.GPU); line != "" {
 		lines = append(lines, line)
 	}
 	if cov := c.Memory.ServerCoverage; cov.Status != "not_joined" {

@@ -59,6 +59,10 @@ type RunJudgement struct {
 	// held for a slot, and the p99 dispatch lag of the measured open-loop requests within
 	// 1 ms. Nil when not analysed.
 	ScheduleMet *bool
+	// ClientLimited says whether any case's self-audit found that the load generator, not
+	// the server, shaped the numbers (dispatch lag p99 over 1 ms, dispatch under 99.5% of
+	// the schedule, arrivals held or dropped, client CPU saturated). Nil when not analysed.
+	ClientLimited *bool
 	// Cases are the run's cases in the report's order.
 	Cases []CaseJudgement
 }

@@ -105,6 +105,9 @@ type PhaseWindow struct {
 	// PromptsDigest covers the prompts of every scheduled arrival in order.
 	PromptsDigest     *string            `json:"prompts_digest"`
 	AbandonedRequests *AbandonedRequests `json:"abandoned_requests"`
+	// ClientHealth is the load generator's own health over the phase (start to drained);
+	// absent in artifacts written before it existed.
+	ClientHealth *ClientHealth `json:"client_health,omitempty"`
 }
 
 func (PhaseWindow) selfEncoding() {}

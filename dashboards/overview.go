@@ -148,10 +148,11 @@ func overviewProbes(bd *board) {
 		"short", third,
 		query("A", `sum by (outcome) (increase(inferprobe_probe_runs_total{`+sel+`}[$__range]))`, "{{outcome}}")).
 		Thresholds(steps("blue")))
-	bd.add(stepped(ts(bd, "Schedule met",
-		"inferprobe_probe_schedule_met per probe: 1 = the last finished run kept its arrival schedule.",
+	bd.add(stepped(ts(bd, "Schedule met, client-limited",
+		"inferprobe_probe_schedule_met per probe: 1 = the last finished run kept its arrival schedule. inferprobe_probe_client_limited: 1 = the last run's self-audit found the load generator, not the server, shaped its numbers (dispatch lag, rate under schedule, held or dropped arrivals, client CPU saturated): its latencies describe the client host.",
 		"bool_yes_no", third,
-		query("A", `min by (probe) (inferprobe_probe_schedule_met{`+sel+`})`, "{{probe}}"))).
+		query("A", `min by (probe) (inferprobe_probe_schedule_met{`+sel+`})`, "{{probe}} schedule met"),
+		query("B", `max by (probe) (inferprobe_probe_client_limited{`+sel+`})`, "{{probe}} client-limited"))).
 		Min(0).Max(1))
 }
 

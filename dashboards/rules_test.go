@@ -92,7 +92,7 @@ var (
 		"inferprobe_slo_objective_ratio", "inferprobe_slo_attainment_ratio", "inferprobe_goodput_requests_per_second",
 		"inferprobe_span_join_coverage_ratio", "inferprobe_probe_last_success_timestamp_seconds",
 		"inferprobe_probe_last_run_timestamp_seconds", "inferprobe_probe_interval_seconds", "inferprobe_probe_running",
-		"inferprobe_in_flight_requests", "inferprobe_probe_schedule_met", "inferprobe_scrape_up",
+		"inferprobe_in_flight_requests", "inferprobe_probe_schedule_met", "inferprobe_probe_client_limited", "inferprobe_scrape_up",
 		"inferprobe_scrape_duration_seconds", "inferprobe_build_info",
 		"inferprobe_capacity", "inferprobe_capacity_previous", "inferprobe_capacity_binding_criterion",
 		"inferprobe_capacity_last_search_timestamp_seconds",

@@ -144,6 +144,7 @@ type Exporter struct {
 	running     *prometheus.GaugeVec
 	inFlight    *prometheus.GaugeVec
 	scheduleMet *prometheus.GaugeVec
+	clientLimit *prometheus.GaugeVec
 
 	scrapeUp       *prometheus.GaugeVec
 	scrapeDuration *prometheus.GaugeVec
@@ -227,6 +228,7 @@ func New(opts Options) *Exporter {
 	e.interval = gauge("inferprobe_probe_interval_seconds", "Configured seconds between probe run starts (continuous probes: the run length).", probe...)
 	e.running = gauge("inferprobe_probe_running", "1 while a probe run is in progress, else 0.", probe...)
 	e.inFlight = gauge("inferprobe_in_flight_requests", "Requests of the probe outstanding now.", probe...)
+	e.clientLimit = gauge("inferprobe_probe_client_limited", "1 when the last finished run's self-audit found the load generator, not the server, shaped its numbers (dispatch lag p99 over 1 ms, dispatch under 99.5% of the schedule, arrivals held or dropped, or client CPU at 95% of its CPUs), else 0.", probe...)
 	e.scheduleMet = gauge("inferprobe_probe_schedule_met", "1 when the last finished run dispatched every measured arrival on schedule (none dropped or held for a slot, p99 dispatch lag at most 1 ms), else 0.", probe...)
 
 	e.scrapeUp = gauge("inferprobe_scrape_up", "1 when the last scrape of the target's vLLM /metrics succeeded, else 0.", LabelTarget)
@@ -344,7 +346,7 @@ func (e *Exporter) ForgetProbe(l Labels) {
 func (e *Exporter) deleteGauges(l Labels) {
 	m := l.match()
 	for _, v := range []*prometheus.GaugeVec{
-		e.sloObjective, e.attainment, e.goodput, e.coverage, e.lastSuccess, e.lastRun, e.interval, e.running, e.inFlight, e.scheduleMet,
+		e.sloObjective, e.attainment, e.goodput, e.coverage, e.lastSuccess, e.lastRun, e.interval, e.running, e.inFlight, e.scheduleMet, e.clientLimit,
 	} {
 		v.DeletePartialMatch(m)
 	}

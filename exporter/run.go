@@ -224,6 +224,9 @@ func (r *Run) finish(j *artifact.RunJudgement) {
 		}
 		e.scheduleMet.WithLabelValues(l.values()...).Set(v)
 	}
+	if j.ClientLimited != nil {
+		e.clientLimit.WithLabelValues(l.values()...).Set(boolGauge(*j.ClientLimited))
+	}
 	if j.Analysed {
 		r.publishBounds(j)
 	}
@@ -288,3 +291,11 @@ const (
 	OutcomeMissed  = "missed"
 	OutcomeUnknown = "unknown"
 )
+
+// boolGauge is 1 for true, else 0.
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -88,6 +88,7 @@ func (r *Runner) runPhase(ctx, dctx context.Context, cs Case, name string, st *C
 	if r.hooks.PhaseStart != nil {
 		r.hooks.PhaseStart(ctx, cs.ID, name)
 	}
+	health := r.healthNow()
 	p.start = r.clock.Now()
 	var windowEnd time.Time
 	if sched == nil {
@@ -108,7 +109,9 @@ func (r *Runner) runPhase(ctx, dctx context.Context, cs Case, name string, st *C
 	if p.sinkErr != nil {
 		return p.sinkErr
 	}
-	return r.sink.Write(p.windowRecord(sched, windowEnd, drained, running))
+	w := p.windowRecord(sched, windowEnd, drained, running)
+	w.ClientHealth = r.healthNow().healthSince(health)
+	return r.sink.Write(w)
 }
 
 // abandonedWait is what the phase window records under abandoned_requests.

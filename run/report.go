@@ -75,6 +75,7 @@ func Judge(status string, ended time.Time, rep *analyze.Report) *artifact.RunJud
 	}
 	j.Analysed = true
 	j.ScheduleMet = artifact.Ptr(rep.ScheduleKept)
+	j.ClientLimited = artifact.Ptr(rep.ClientLimited)
 	ids := make([]string, 0, len(rep.Cases))
 	for id, c := range rep.Cases {
 		if c != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/inferprobe/inferprobe/loadgen/prompt"
 	"github.com/inferprobe/inferprobe/scrape/vllm"
 	"github.com/inferprobe/inferprobe/trace"
+	"github.com/inferprobe/inferprobe/trace/kineto"
 )
 
 // Spec is one run. Workload must have been completed by loadgen.Config.Defaults and passed
@@ -68,6 +69,10 @@ type Spec struct {
 	// its SessionID, RunID and Sink, and a nil Warn is Spec.Warn. nil: no windows. A bad
 	// Trace fails the run before anything is sent.
 	Trace *trace.Options
+	// TraceImport configures the import of the windows' trace files at the end of the run
+	// (Detail, MaxBytes, MaxDecompressedBytes; zero values are the importer's defaults; the
+	// pipeline sets Context). Skip leaves the files unread.
+	TraceImport TraceImport
 	// Hooks observe the load generator (the terminal's progress line). Their PhaseStart and
 	// PhaseEnd are the pipeline's own (the scraper's and the trace windows') and are ignored here; a nil Warn is
 	// Spec.Warn.
@@ -103,6 +108,15 @@ type SpanFeed interface {
 	Attach(runID string, spans artifact.Sink) (records artifact.Sink, detach func())
 	// Capabilities is the receiver's infer.capabilities record for the run's artifact.
 	Capabilities(ctx artifact.Context) artifact.Capabilities
+}
+
+// TraceImport is Spec.TraceImport.
+type TraceImport struct {
+	Options kineto.Options
+	Skip    bool
+	// DeviceUUIDs names the GPU of each rank (--trace-device-uuid RANK=UUID): stamped as
+	// context.device_uuid on the rank's imported records.
+	DeviceUUIDs map[int64]string
 }
 
 // Result is what a run produced.

@@ -122,7 +122,7 @@ func (t *telemetry) hooks(h *loadgen.Hooks) {
 // finish ends a trace window still open, stops the sampler, keeps receiving spans for the drain (skipped once ctx has
 // ended), stops the span intake, and writes each component's infer.capabilities record.
 func (t *telemetry) finish(ctx context.Context, sink artifact.Sink, header artifact.Context) error {
-	errs := []error{t.traces.finish(ctx)}
+	errs := []error{t.traces.finish(ctx, header)}
 	if t.sampler != nil {
 		t.sampler.Close()
 		errs = append(errs, t.sampler.WriteErr(), writeCapabilities(sink, t.scraper.Capabilities(header, t.sampler.Tally())))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/loadgen"
@@ -15,6 +17,10 @@ import (
 type traceWindows struct {
 	ctrl *trace.Controller
 	sink artifact.Sink // the fan-out, from start on
+	spec *Spec
+
+	mu    sync.Mutex
+	files []string // the worker trace files the windows found, in record order
 }
 
 // newTraceWindows checks spec.Trace and prepares its controller (nil without Spec.Trace);
@@ -23,13 +29,14 @@ func newTraceWindows(spec *Spec, sessionID string) (*traceWindows, error) {
 	if spec.Trace == nil {
 		return nil, nil
 	}
-	tw := &traceWindows{}
+	tw := &traceWindows{spec: spec}
 	o := *spec.Trace
 	o.SessionID, o.RunID = sessionID, spec.Workload.RunID
 	o.Sink = artifact.SinkFunc(func(rec artifact.Record) error {
 		if tw.sink == nil {
 			return errors.New("trace window before the run started")
 		}
+		tw.note(rec)
 		return tw.sink.Write(rec)
 	})
 	if o.Warn == nil {
@@ -71,12 +78,32 @@ func (tw *traceWindows) hooks(h *loadgen.Hooks) {
 	}
 }
 
+// note keeps the trace files of a window record.
+func (tw *traceWindows) note(rec artifact.Record) {
+	w, ok := rec.(*artifact.TraceWindow)
+	if !ok {
+		return
+	}
+	tw.mu.Lock()
+	for _, f := range w.TraceFiles {
+		tw.files = append(tw.files, f.Path)
+	}
+	tw.mu.Unlock()
+}
+
 // finish ends a window still open (stop_reason cancelled: the load generator skips PhaseEnd
-// once the run's context has ended) and returns the first record write error.
-func (tw *traceWindows) finish(ctx context.Context) error {
+// once the run's context has ended), imports the windows' trace files (importTraces) and
+// returns the first record write error.
+func (tw *traceWindows) finish(ctx context.Context, header artifact.Context) error {
 	if tw == nil {
 		return nil
 	}
 	tw.ctrl.Close(ctx)
-	return tw.ctrl.WriteErr()
+	if err := tw.ctrl.WriteErr(); err != nil {
+		return err
+	}
+	tw.mu.Lock()
+	files := slices.Clone(tw.files)
+	tw.mu.Unlock()
+	return tw.importTraces(ctx, files, header)
 }

@@ -262,58 +262,14 @@ func (p *requestPlan) faultNames() []string {
 	return out
 }
 
-// chunkPrefix is the constant head of every chunk of one stream, up to "choices":[.
-func chunkPrefix(id string, created int64, model string) []byte {
-	ids, _ := jsonString("chatcmpl-" + id)
-	ms, _ := jsonString(model)
-	b := make([]byte, 0, 128+len(ids)+len(ms))
-	b = append(b, `data: {"id":`...)
-	b = append(b, ids...)
-	b = append(b, `,"object":"chat.completion.chunk","created":`...)
-	b = strconv.AppendInt(b, created, 10)
-	b = append(b, `,"model":`...)
-	b = append(b, ms...)
-	b = append(b, `,"choices":[`...)
-	return b
-}
-
-const (
-	roleChoice  = `{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}` + "\n\n"
-	doneEvent   = "data: [DONE]\n\n"
-	contentHead = `{"index":0,"delta":{"content":"`
-	contentTail = `"},"logprobs":null,"finish_reason":null}]}` + "\n\n"
-)
-
-// appendContentChunk appends one content event with tokens [from, to); a non-empty finish
-// closes the choice with finish_reason, carrying the last tokens as vLLM does.
-func appendContentChunk(b, prefix []byte, wordSeed uint64, from, to int, finish string) []byte {
-	b = append(b, prefix...)
-	b = append(b, contentHead...)
-	b = appendTokens(b, wordSeed, from, to)
-	if finish == "" {
-		return append(b, contentTail...)
-	}
-	b = append(b, `"},"logprobs":null,"finish_reason":"`...)
-	b = append(b, finish...)
-	return append(b, `","stop_reason":null}]}`+"\n\n"...)
-}
-
-func appendUsage(b []byte, prompt, completion int) []byte {
-	b = append(b, `"usage":{"prompt_tokens":`...)
-	b = strconv.AppendInt(b, int64(prompt), 10)
-	b = append(b, `,"total_tokens":`...)
-	b = strconv.AppendInt(b, int64(prompt+completion), 10)
-	b = append(b, `,"completion_tokens":`...)
-	b = strconv.AppendInt(b, int64(completion), 10)
-	return append(b, '}')
-}
-
 var errEngineError = &apiError{status: http.StatusInternalServerError, typ: "InternalServerError",
 	msg: "The engine failed while generating (injected stream-error fault)."}
 
 // stream writes an SSE response in vLLM's format: role event at the first token, content
 // events of TokensPerChunk tokens (the last one with finish_reason), the usage event when
-// stream_options.include_usage, then data: [DONE]. A client gone before the end was sent
+// stream_options.include_usage, then data: [DONE]. With continuous_usage_stats too, the
+// role and content events carry usage as well: prompt_tokens, completion_tokens sent so far
+// (0 in the role event, cumulative after) and their total. A client gone before the end was sent
 // cancels the sequence.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, q *seq, req *chatRequest, plan *requestPlan, rec *GroundTruth) {
 	rc := http.NewResponseController(w)
@@ -393,7 +349,11 @@ func (st *sseStream) run() bool {
 // content event the stall fault picked, it pauses for StallDuration instead.
 func (st *sseStream) sendTokens(avail int, fin uint32) sendResult {
 	if avail > 0 && !st.roleSent {
-		if !st.write(append(append(st.buf[:0], st.prefix...), roleChoice...)) {
+		st.buf = append(append(st.buf[:0], st.prefix...), roleChoice...)
+		if st.req.continuousUsage {
+			st.buf = withUsage(st.buf, st.q.promptLen, 0)
+		}
+		if !st.write(st.buf) {
 			return sendGone
 		}
 		st.roleSent = true
@@ -417,6 +377,9 @@ func (st *sseStream) sendTokens(avail int, fin uint32) sendResult {
 			finish = finishReason(fin)
 		}
 		st.buf = appendContentChunk(st.buf[:0], st.prefix, st.q.wordSeed, st.sent, st.sent+k, finish)
+		if st.req.continuousUsage {
+			st.buf = withUsage(st.buf, st.q.promptLen, st.sent+k)
+		}
 		if !st.write(st.buf) {
 			return sendGone
 		}

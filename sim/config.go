@@ -126,10 +126,12 @@ type Config struct {
 	// simulator's own true times in integer unix nanoseconds (see GroundTruth).
 	GroundTruthPath string
 	// ProfilerDir, when set, enables POST /start_profile and /stop_profile (404 without it,
-	// as a vLLM started without a profiler): each stop of a running profile writes one
-	// gzipped trace per engine there, rank<N>.<unix ns>.pt.trace.json.gz (a minimal Kineto
-	// document with no events), through a .tmp file renamed when complete. It must be an
-	// existing directory.
+	// as a vLLM started without a profiler). While a profile runs each engine records its
+	// steps (at most MaxProfiledSteps; later ones are counted as dropped); each stop of a
+	// running profile writes, per engine N, rank<N>.<unix ns>.pt.trace.json.gz (a Kineto
+	// trace of the steps, see KinetoTrace) and its ground truth rank<N>.<unix ns>.steps.jsonl
+	// (one StepTruth per line), each through a .tmp file renamed when complete. It must be
+	// an existing directory.
 	ProfilerDir string
 
 	// Faults injects failures; the zero value injects none.
@@ -179,9 +181,13 @@ type Faults struct {
 	RestartDowntime time.Duration
 	// ProfileStart is a POST /start_profile fault: "" none, ProfileStart500 or
 	// ProfileStartTimeout. ProfileStopNoFile makes POST /stop_profile answer 200 without
-	// writing a trace.
-	ProfileStart      string
-	ProfileStopNoFile bool
+	// writing a trace. ProfileTruncatedTrace cuts each trace: TruncateJSON stops its JSON
+	// in the middle of an event past half its bytes, inside a complete, valid gzip stream;
+	// TruncateGzip cuts the gzip file itself at half its bytes (the gzip stream is then
+	// invalid too). Its ground truth stays whole.
+	ProfileStart          string
+	ProfileStopNoFile     bool
+	ProfileTruncatedTrace string
 }
 
 // DefaultConfig returns the defaults documented on each Config field: TTFT of a few tens of
@@ -340,6 +346,11 @@ func (f *Faults) check(p *problems) {
 	}
 	if f.ProfileStart != "" && f.ProfileStart != ProfileStart500 && f.ProfileStart != ProfileStartTimeout {
 		p.add("fault-profile-start must be 500 or timeout, got %q", f.ProfileStart)
+	}
+	switch f.ProfileTruncatedTrace {
+	case "", TruncateJSON, TruncateGzip:
+	default:
+		p.add("fault-profile-truncated-trace must be %s or %s, got %q", TruncateJSON, TruncateGzip, f.ProfileTruncatedTrace)
 	}
 	if f.Stall > 0 && f.StallDuration == 0 {
 		p.add("fault-stall needs fault-stall-duration > 0")

@@ -49,8 +49,9 @@ type engine struct {
 	plan    []*seq
 	pub     []*seq
 	hitBuf  []*cacheEntry
-	steps   int64 // steps completed (for tests)
-	closed  bool  // the server closed: submissions end at once with finShutdown
+	steps   int64        // steps completed (for tests)
+	closed  bool         // the server closed: submissions end at once with finShutdown
+	rec     stepRecorder // the profiling window's steps (POST /start_profile to /stop_profile)
 
 	wake     chan struct{}
 	now      func() int64
@@ -97,17 +98,19 @@ func (e *engine) submit(s *seq) {
 
 // step is one scheduled engine iteration.
 type step struct {
-	seqs     []*seq
-	prefill  int // prefill tokens computed
-	decoding int // sequences decoding one token
-	dur      time.Duration
+	seqs       []*seq
+	t0         int64 // planned at (unix ns)
+	prefill    int   // prefill tokens computed
+	prefilling int   // sequences computing a prefill chunk
+	decoding   int   // sequences decoding one token
+	dur        time.Duration
 }
 
 // schedule plans one step at time t0 (unix ns), as vLLM V1's scheduler: the running
 // sequences first, then, unless that had to preempt, admissions from the waiting queue, all
 // within the step's token budget. The caller holds e.mu.
 func (e *engine) schedule(t0 int64) step {
-	st := step{seqs: e.plan[:0]}
+	st := step{seqs: e.plan[:0], t0: t0}
 	budget, preempted := e.scheduleRunning(&st, e.cfg.MaxNumBatchedTokens)
 	if !preempted { // as vLLM V1: no admission in a step that had to preempt
 		e.admitWaiting(&st, budget, t0)
@@ -136,6 +139,7 @@ func (e *engine) scheduleRunning(st *step, budget int) (left int, preempted bool
 			s.chunk = c
 			budget -= c
 			st.prefill += c
+			st.prefilling++
 			st.seqs = append(st.seqs, s)
 			continue
 		}
@@ -176,6 +180,7 @@ func (e *engine) admitWaiting(st *step, budget int, t0 int64) {
 		s.chunk = c
 		budget -= c
 		st.prefill += c
+		st.prefilling++
 		st.seqs = append(st.seqs, s)
 		e.running = append(e.running, s)
 	}
@@ -275,8 +280,9 @@ func (e *engine) freeBlocks(s *seq) {
 
 // complete applies a step that ended at t1 (unix ns): every scheduled sequence whose prefill
 // completed or that decoded emits one token. It returns the sequences that finished in a
-// counted way (for spans). The caller holds e.mu.
+// counted way (for spans). A profiling window records the step. The caller holds e.mu.
 func (e *engine) complete(st step, t1 int64, finished []*seq) []*seq {
+	e.record(st, t1)
 	m := e.m
 	iterTokens, generated := 0, 0
 	anyDone := false
@@ -352,6 +358,15 @@ func (e *engine) complete(st step, t1 int64, finished []*seq) []*seq {
 	}
 	e.steps++
 	return finished
+}
+
+// record adds st, ended at t1, to an open profiling window. The caller holds e.mu.
+func (e *engine) record(st step, t1 int64) {
+	if e.rec.active {
+		e.rec.add(Step{StartNs: st.t0, EndNs: max(t1, st.t0),
+			ContextRequests: st.prefilling, ContextTokens: st.prefill,
+			GenerationRequests: st.decoding, GenerationTokens: st.decoding})
+	}
 }
 
 // registerBlocks caches the sequence's full prompt blocks once its prefill has computed them.

@@ -19,6 +19,8 @@ func FuzzDecodeChatRequest(f *testing.F) {
 		`{"messages":[{"role":"user","content":[{"type":"text"}]}]}`,
 		`{"messages":"nope"}`, `[]`, `null`, `{`, `{"messages":[{"content":"a"}]} trailing`,
 		`{"messages":[{"role":"user","content":"hi"}],"max_tokens":1e400}`,
+		`{"messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true,"continuous_usage_stats":true}}`,
+		`{"messages":[{"role":"user","content":"hi"}],"stream_options":{"continuous_usage_stats":1}}`,
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))

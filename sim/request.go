@@ -68,7 +68,8 @@ type wireRequest struct {
 }
 
 type streamOptions struct {
-	IncludeUsage *bool `json:"include_usage"`
+	IncludeUsage         *bool `json:"include_usage"`
+	ContinuousUsageStats *bool `json:"continuous_usage_stats"`
 }
 
 type wireMessage struct {
@@ -86,13 +87,16 @@ type chatRequest struct {
 	model        string
 	stream       bool
 	includeUsage bool
-	maxTokens    int // effective max_tokens
-	ignoreEOS    bool
-	temperature  float64
-	topP         float64
-	promptTokens int
-	hashes       []uint64 // chained hashes of full prompt blocks (prefix caching only)
-	bodyID       string   // the vLLM "request_id" body extension
+	// continuousUsage: stream_options.continuous_usage_stats with include_usage; every
+	// chunk then carries usage so far.
+	continuousUsage bool
+	maxTokens       int // effective max_tokens
+	ignoreEOS       bool
+	temperature     float64
+	topP            float64
+	promptTokens    int
+	hashes          []uint64 // chained hashes of full prompt blocks (prefix caching only)
+	bodyID          string   // the vLLM "request_id" body extension
 }
 
 // badParam is a 400 BadRequestError about one request field (param).
@@ -156,18 +160,20 @@ func parseWireRequest(body []byte) (*wireRequest, *apiError) {
 	return &w, nil
 }
 
-// applyOptions copies the stream and sampling options of w into r, rejecting
-// stream_options without stream=true, n other than 1, a temperature outside [0, 100] and
+// applyOptions copies the stream and sampling options of w into r (continuous usage only
+// with include_usage, as vLLM), rejecting stream_options without stream=true, n other than 1, a temperature outside [0, 100] and
 // a top_p outside (0, 1]; absent options keep r's defaults.
 func (r *chatRequest) applyOptions(w *wireRequest) *apiError {
 	if w.Stream != nil {
 		r.stream = *w.Stream
 	}
-	if w.StreamOptions != nil && w.StreamOptions.IncludeUsage != nil {
+	if o := w.StreamOptions; o != nil && (o.IncludeUsage != nil || o.ContinuousUsageStats != nil) {
 		if !r.stream {
 			return badRequest("Stream options can only be defined when `stream=True`.")
 		}
-		r.includeUsage = *w.StreamOptions.IncludeUsage
+		r.includeUsage = o.IncludeUsage != nil && *o.IncludeUsage
+		// as vLLM: continuous usage only together with include_usage
+		r.continuousUsage = r.includeUsage && o.ContinuousUsageStats != nil && *o.ContinuousUsageStats
 	}
 	if w.IgnoreEOS != nil {
 		r.ignoreEOS = *w.IgnoreEOS

@@ -21,19 +21,20 @@ import (
 // Server is a running simulated vLLM server. Create it with Start; it is safe for concurrent
 // use.
 type Server struct {
-	cfg      Config
-	ln       net.Listener
-	srv      *http.Server
-	handler  http.Handler
-	engines  []*engine
-	rr       atomic.Uint64
-	metrics  atomic.Pointer[metricSet]
-	startNs  atomic.Int64 // current process_start_time, unix ns
-	downTill atomic.Int64 // restart downtime end, unix ns
-	tp       *sdktrace.TracerProvider
-	tracer   trace.Tracer
-	prop     propagation.TextMapPropagator
-	gt       *gtWriter
+	cfg        Config
+	ln         net.Listener
+	srv        *http.Server
+	handler    http.Handler
+	engines    []*engine
+	rr         atomic.Uint64
+	metrics    atomic.Pointer[metricSet]
+	startNs    atomic.Int64 // current process_start_time, unix ns
+	profBaseNs int64        // the profiler's baseTimeNanoseconds: Start's time, unix ns
+	downTill   atomic.Int64 // restart downtime end, unix ns
+	tp         *sdktrace.TracerProvider
+	tracer     trace.Tracer
+	prop       propagation.TextMapPropagator
+	gt         *gtWriter
 
 	idMu    sync.Mutex
 	idRNG   *rand.Rand // ids of requests without X-Request-Id
@@ -85,6 +86,7 @@ func Start(ctx context.Context, cfg Config, addr string) (*Server, error) {
 	}
 	start := time.Now()
 	s.startNs.Store(start.UnixNano())
+	s.profBaseNs = start.UnixNano()
 	for i := 0; i < cfg.Engines; i++ {
 		s.engines = append(s.engines, newEngine(i, &s.cfg, nil, nowNs))
 	}

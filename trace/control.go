@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -119,4 +120,24 @@ func startOutcome(r reply) string {
 		return artifact.StartRejected
 	}
 	return artifact.StartUnknown
+}
+
+// ServerClockDomain is the clock domain of the server behind a profiler control URL:
+// client (the client host's own domain) when its host is a loopback address or
+// "localhost" — the server runs on this host — else "<host>/unix_epoch_ns", a domain that
+// is placed on the client's clock only by an infer.clock_alignment record. An unparsable
+// URL or one without a host gives client.
+func ServerClockDomain(controlURL, client string) string {
+	u, err := url.Parse(controlURL)
+	if err != nil || u.Hostname() == "" {
+		return client
+	}
+	host := u.Hostname()
+	if strings.EqualFold(host, "localhost") {
+		return client
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return client
+	}
+	return artifact.ClockDomain(host, nil)
 }

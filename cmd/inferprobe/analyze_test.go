@@ -16,8 +16,10 @@ import (
 
 // runCLI runs the command line in-process (run from main.go) and returns its exit code and
 // what it wrote to stdout and stderr. Tests using it must not run in parallel.
+// It runs testArgs(args).
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	args = testArgs(args)
 	dir := t.TempDir()
 	outF, err := os.Create(filepath.Join(dir, "stdout"))
 	if err != nil {
@@ -282,8 +284,8 @@ func TestAnalyzeJSONReport(t *testing.T) {
 			t.Errorf("stderr lacks %q: %q", want, stderr)
 		}
 	}
-	if !strings.HasPrefix(stdout, "{\n  \"analysis_version\": 3,\n") || !strings.HasSuffix(stdout, "}\n") {
-		t.Fatalf("not pretty-printed JSON starting with analysis_version 3:\n%.200s", stdout)
+	if !strings.HasPrefix(stdout, "{\n  \"analysis_version\": 4,\n") || !strings.HasSuffix(stdout, "}\n") {
+		t.Fatalf("not pretty-printed JSON starting with analysis_version 4:\n%.200s", stdout)
 	}
 	keysSorted(t, []byte(stdout))
 	var rep struct {
@@ -313,7 +315,7 @@ func TestAnalyzeJSONReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := rep.Cases[wl.Cases[0].CaseID]
-	if rep.AnalysisVersion != 3 || rep.Summary.TotalRequests != 4 || rep.Summary.SuccessfulRequests != 3 ||
+	if rep.AnalysisVersion != 4 || rep.Summary.TotalRequests != 4 || rep.Summary.SuccessfulRequests != 3 ||
 		rep.Summary.FailuresByStatus["timeout"] != 1 || rep.Summary.SessionStatus != "completed" ||
 		rep.SLO.Name != "cli" || rep.SLO.Source != "flags" {
 		t.Fatalf("report %+v", rep)

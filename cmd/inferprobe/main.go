@@ -3,8 +3,8 @@
 // and joins the server's own telemetry to it. See the README for the verbs.
 //
 // Exit codes (all verbs): 0 ok, 1 unexpected, 2 unusable setting (checked before anything
-// is sent or written), 3 findings (e.g. no measured request succeeded), 5 unreadable or
-// invalid input file, 130 interrupted.
+// is sent or written), 3 findings (e.g. no measured request succeeded), 4 client-limited
+// (profile's self-audit), 5 unreadable or invalid input file, 130 interrupted.
 package main
 
 import (
@@ -17,15 +17,18 @@ import (
 )
 
 // Exit codes shared by every verb: 0 ok, 1 unexpected, 2 an unusable setting (found before
-// anything is sent or written), 3 findings, 5 an unreadable or invalid input file, 130
-// interrupted.
+// anything is sent or written), 3 findings, 4 client-limited (profile's self-audit), 5 an
+// unreadable or invalid input file, 130 interrupted.
 const (
-	exitOK          = 0
-	exitUnexpected  = 1
-	exitUsage       = 2
-	exitFindings    = 3
-	exitBadInput    = 5
-	exitInterrupted = 130
+	exitOK         = 0
+	exitUnexpected = 1
+	exitUsage      = 2
+	exitFindings   = 3
+	// exitClientLimited: profile's self-audit found a case whose numbers the load generator,
+	// not the server, shaped (unless --allow-client-limited).
+	exitClientLimited = 4
+	exitBadInput      = 5
+	exitInterrupted   = 130
 )
 
 // exitError carries a process exit code through cobra's error return.

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -37,6 +38,7 @@ type profileFlags struct {
 	output                                             string
 	tables                                             string
 	quiet                                              bool
+	allowClientLimited                                 bool
 	slo                                                []string
 	sloFile                                            string
 	telemetry                                          telemetryFlags
@@ -55,6 +57,9 @@ an optional warmup phase, then the measured phase, each a window followed by a d
 and records every request as an infer.request line of the JSONL artifact at --output.
 
 Exit codes: 0 a measured request succeeded; 3 none did (the artifact is complete);
+4 the self-audit found a case client-limited (the load generator, not the server, shaped
+its numbers: dispatch lag p99 over 1 ms, dispatch under 99.5% of the schedule, arrivals
+held or dropped, client CPU at 95%), unless --allow-client-limited;
 2 an unusable setting (nothing sent or written; a --tables directory that is a file or
 not empty included), or an --output another run is writing (it holds a lock on the file); 5 an unreadable --arrival-trace or --slo-file;
 130 interrupted (Ctrl+C); 1 anything else, and an artifact that cannot be read back
@@ -82,8 +87,11 @@ at the end.`,
 				}
 				spec.Sinks = append(spec.Sinks, tables.New(pf.tables))
 			}
-			_, err = runProfile(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), spec, pf.quiet)
-			return err
+			res, err := runProfile(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), spec, pf.quiet)
+			if err != nil {
+				return err
+			}
+			return clientLimitedExit(cmd.ErrOrStderr(), res, pf.allowClientLimited)
 		},
 	}
 	pf.register(cmd)
@@ -125,6 +133,9 @@ func (pf *profileFlags) spec(cmd *cobra.Command, cfg *loadgen.Config, tok prompt
 	if spec.Trace, err = pf.trace.options(cmd, cfg); err != nil {
 		return run.Spec{}, err
 	}
+	if spec.TraceImport, err = pf.trace.importOptions(cmd); err != nil {
+		return run.Spec{}, err
+	}
 	return spec, nil
 }
 
@@ -137,6 +148,7 @@ func (pf *profileFlags) register(cmd *cobra.Command) {
 	f.StringVar(&w.APIKey, "api-key", "", "bearer token (default $OPENAI_API_KEY); never recorded")
 	f.StringVar(&w.RunID, "run-id", "", "run id shared with collectors (default: a new UUID); appears in X-Request-Id")
 	f.StringVar(&pf.output, "output", "", "JSONL artifact path (required; parent directories are created)")
+	f.BoolVar(&pf.allowClientLimited, "allow-client-limited", false, "exit 0 even when the self-audit finds the load generator, not the server, shaped a case's numbers (else exit 4)")
 	f.StringVar(&pf.tables, "tables", "", "also write the run's per-request tables (inferprobe tables) into this new or empty directory")
 	f.Float64Var(&pf.timeout, "timeout", loadgen.DefaultTimeout.Seconds(), "per-request client timeout, seconds")
 	f.Float64Var(&pf.drainTimeout, "drain-timeout", 0, "drain deadline after each window end, seconds (default: --timeout)")
@@ -326,4 +338,19 @@ func samePath(a, b string) bool {
 	aa, err1 := filepath.Abs(a)
 	ab, err2 := filepath.Abs(b)
 	return err1 == nil && err2 == nil && aa == ab
+}
+
+// clientLimitedExit is profile's exit for a run whose report found client-limited cases:
+// exit 4 naming them, unless allowed (or the run has no report).
+func clientLimitedExit(stderr io.Writer, res *run.Result, allow bool) error {
+	if res == nil || res.Report == nil || !res.Report.ClientLimited {
+		return nil
+	}
+	msg := fmt.Sprintf("Client-limited: the load generator, not the server, shaped the numbers of %s (see the CLIENT-LIMITED lines)", strings.Join(res.Report.ClientLimitedCases, ", "))
+	if allow {
+		fmt.Fprintln(stderr, "Warning: "+msg+"; exit 0 as --allow-client-limited asks.")
+		return nil
+	}
+	fmt.Fprintln(stderr, msg+"; --allow-client-limited exits 0 anyway.")
+	return &exitError{code: exitClientLimited}
 }

@@ -65,7 +65,7 @@ func addSimFlags(cmd *cobra.Command, cfg *sim.Config, listen *string) {
 	f.StringVar(&cfg.OTLPProtocol, "otlp-protocol", cfg.OTLPProtocol, "grpc or http/protobuf (default: $OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else grpc)")
 	f.DurationVar(&cfg.OTLPBatchDelay, "otlp-batch-delay", cfg.OTLPBatchDelay, "batch span processor schedule delay")
 	f.StringVar(&cfg.GroundTruthPath, "ground-truth", cfg.GroundTruthPath, "write one JSONL line of true engine times (unix ns) per request to this file")
-	f.StringVar(&cfg.ProfilerDir, "profiler-dir", cfg.ProfilerDir, "serve POST /start_profile and /stop_profile (404 without it); each stop writes one rank<N>.<ts>.pt.trace.json.gz per engine here")
+	f.StringVar(&cfg.ProfilerDir, "profiler-dir", cfg.ProfilerDir, "serve POST /start_profile and /stop_profile (404 without it); each stop writes per engine a Kineto trace rank<N>.<ts>.pt.trace.json.gz of its steps and their ground truth rank<N>.<ts>.steps.jsonl here")
 	f.Float64Var(&cfg.Faults.Reset, "fault-reset", 0, "fraction of requests whose connection is reset before the status line")
 	f.Float64Var(&cfg.Faults.Reject429, "fault-reject-429", 0, "fraction of requests rejected with 429")
 	f.Float64Var(&cfg.Faults.Reject503, "fault-reject-503", 0, "fraction of requests rejected with 503")
@@ -81,6 +81,8 @@ func addSimFlags(cmd *cobra.Command, cfg *sim.Config, listen *string) {
 	f.DurationVar(&cfg.Faults.RestartDowntime, "fault-restart-downtime", 0, "after the restart, /health and chat answer 503 this long")
 	f.StringVar(&cfg.Faults.ProfileStart, "fault-profile-start", "", "POST /start_profile fault: 500, or timeout (the profile starts, the reply never comes)")
 	f.BoolVar(&cfg.Faults.ProfileStopNoFile, "fault-profile-stop-no-file", false, "POST /stop_profile answers 200 without writing a trace")
+	f.StringVar(&cfg.Faults.ProfileTruncatedTrace, "fault-profile-truncated-trace", "", "cut each trace: json (alone: the JSON stops mid-event inside a valid gzip stream) or gzip (the .gz file stops at half its bytes); its .steps.jsonl stays whole")
+	f.Lookup("fault-profile-truncated-trace").NoOptDefVal = sim.TruncateJSON
 }
 
 // runSim serves cfg on listen until SIGINT or SIGTERM (or the command's context ends). An

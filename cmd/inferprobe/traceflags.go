@@ -2,13 +2,17 @@ package main
 
 import (
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/loadgen"
+	"github.com/inferprobe/inferprobe/run"
 	"github.com/inferprobe/inferprobe/trace"
+	"github.com/inferprobe/inferprobe/trace/kineto"
 )
 
 // traceMaxSeconds is the range of --trace-max-seconds: above 0 s, at most 1 h.
@@ -24,6 +28,10 @@ type traceFlags struct {
 	phase      string
 	maxSeconds float64
 	controlURL string
+	maxBytes   int64
+	detail     string
+	noImport   bool
+	deviceUUID []string
 }
 
 func (tf *traceFlags) register(cmd *cobra.Command) {
@@ -33,6 +41,63 @@ func (tf *traceFlags) register(cmd *cobra.Command) {
 	f.StringVar(&tf.phase, "trace-phase", loadgen.PhaseMeasured, "the phase profiled in each case: measured or warmup")
 	f.Float64Var(&tf.maxSeconds, "trace-max-seconds", 0, "end a window this many seconds after its start (the phase keeps running unprofiled); default: the phase's end")
 	f.StringVar(&tf.controlURL, "trace-control-url", "", "base URL of /start_profile and /stop_profile (default: the endpoint's origin)")
+	f.Int64Var(&tf.maxBytes, "trace-max-bytes", kineto.DefaultMaxBytes, "a worker trace larger than this (bytes on disk) is registered, not imported")
+	f.StringVar(&tf.detail, "trace-detail", kineto.DetailLaunch, "activity records of the import: launch (one per CPU launch, device and kind) or kernel (one per GPU activity)")
+	f.StringArrayVar(&tf.deviceUUID, "trace-device-uuid", nil, "RANK=UUID: the GPU of a worker rank, stamped as context.device_uuid on its imported records (repeatable)")
+	f.BoolVar(&tf.noImport, "trace-no-import", false, "list the windows' trace files without importing them at the end of the run")
+}
+
+// importOptions are the end-of-run trace import the flags describe (exit 2: a bad
+// --trace-max-bytes or --trace-detail, or one given without --trace).
+func (tf *traceFlags) importOptions(cmd *cobra.Command) (run.TraceImport, error) {
+	f := cmd.Flags()
+	if tf.kind == "" {
+		for _, name := range []string{"trace-max-bytes", "trace-detail", "trace-no-import", "trace-device-uuid"} {
+			if f.Changed(name) {
+				return run.TraceImport{}, usageErrorf("--%s needs --trace", name)
+			}
+		}
+		return run.TraceImport{}, nil
+	}
+	if tf.maxBytes < 1 {
+		return run.TraceImport{}, usageErrorf("--trace-max-bytes must be at least 1, not %d", tf.maxBytes)
+	}
+	if tf.detail != kineto.DetailLaunch && tf.detail != kineto.DetailKernel {
+		return run.TraceImport{}, usageErrorf("--trace-detail must be launch or kernel, not %q", tf.detail)
+	}
+	uuids, err := deviceUUIDs(tf.deviceUUID)
+	if err != nil {
+		return run.TraceImport{}, err
+	}
+	return run.TraceImport{Options: kineto.Options{Detail: tf.detail, MaxBytes: tf.maxBytes}, Skip: tf.noImport || tf.dir == "",
+		DeviceUUIDs: uuids}, nil
+}
+
+// deviceUUIDs parses --trace-device-uuid RANK=UUID values (exit 2: no "=", a rank that is
+// not an integer in [0, 65535], an empty UUID or one with spaces or control characters, a
+// rank given twice).
+func deviceUUIDs(values []string) (map[int64]string, error) {
+	if len(values) == 0 {
+		return nil, nil
+	}
+	out := map[int64]string{}
+	for _, v := range values {
+		rank, uuid, ok := strings.Cut(v, "=")
+		n, err := strconv.ParseInt(rank, 10, 64)
+		switch {
+		case !ok:
+			return nil, usageErrorf("--trace-device-uuid %q: want RANK=UUID", v)
+		case err != nil || n < 0 || n > 65535:
+			return nil, usageErrorf("--trace-device-uuid %q: the rank must be an integer in [0, 65535]", v)
+		case uuid == "" || strings.IndexFunc(uuid, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0:
+			return nil, usageErrorf("--trace-device-uuid %q: the UUID must be non-empty, without spaces or control characters", v)
+		}
+		if _, dup := out[n]; dup {
+			return nil, usageErrorf("--trace-device-uuid: rank %d given twice", n)
+		}
+		out[n] = uuid
+	}
+	return out, nil
 }
 
 // options are the trace window options the flags describe for the validated workload cfg

@@ -138,6 +138,8 @@ func (r Run) write(w artifact.Sink, cfg *loadgen.Config, cases []loadgen.Case, p
 			ScheduledArrivals:         artifact.Ptr(int64(len(s.Offsets))),
 			ScheduledEndpointOffsetNS: artifact.Ptr(int64(*s.EndpointOffset)),
 			PromptsDigest:             artifact.Ptr(hexDigest(cs.ID + "/prompts")),
+			ClientHealth: &artifact.ClientHealth{CPUUserSeconds: artifact.Ptr(0.8), CPUSystemSeconds: artifact.Ptr(0.2), CPUs: 2,
+				GCCycles: 4, GCPauseSeconds: 0.003, ReceiveReads: 1200, ReceiveStampedReads: 1194},
 		}); err != nil {
 			return err
 		}

@@ -36,6 +36,7 @@ import (
 	"net/http/httptrace"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -98,6 +99,17 @@ type Client struct {
 	maxText int
 	timeout time.Duration
 	states  sync.Pool // *stream
+	// reads and stamped count the streamed reads of every finished call, and those dated
+	// by the kernel's receive timestamp (ReceiveStamps).
+	reads, stamped atomic.Int64
+}
+
+// ReceiveStamps returns how many reads of streamed answers this client has completed and
+// how many of them were dated by the kernel's receive timestamp rather than by time.Now()
+// after the read returned (counted when each call finishes; a read without a stamp is timed
+// late by however long the reading goroutine waited to run).
+func (c *Client) ReceiveStamps() (reads, stamped int64) {
+	return c.reads.Load(), c.stamped.Load()
 }
 
 // New returns a Client whose http.Transport ignores environment proxies (Proxy nil), keeps

@@ -16,7 +16,7 @@ import (
 // readAnswer reads a 2xx answer as an SSE stream or a JSON body.
 //
 // arrived maps a read's time.Now() to the data's arrival time (tracer.arrived).
-func (c *Client) readAnswer(parent, callCtx context.Context, cancel context.CancelFunc, timeout time.Duration, stream bool, resp *http.Response, r *Result, arrived func(time.Time) time.Time) {
+func (c *Client) readAnswer(parent, callCtx context.Context, cancel context.CancelFunc, timeout time.Duration, stream bool, resp *http.Response, r *Result, arrived func(time.Time) (time.Time, bool)) {
 	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
 		r.fail(Error, ErrTypeEncoding, "the server sent a "+boundMessage(ce)+"-encoded body although none was asked for")
 		return
@@ -64,7 +64,10 @@ type stream struct {
 	w       wireChunk
 	text    []byte
 	res     *Result
-	arrived func(time.Time) time.Time // nil: time.Now() as read
+	arrived func(time.Time) (time.Time, bool) // nil: time.Now() as read; false: no kernel stamp
+	// reads and stamped count this stream's reads and those dated by a kernel receive
+	// timestamp (added to the client's totals when the stream is put back).
+	reads, stamped int64
 	// contentType is the answer's Content-Type (named when a "stream" held no event at all).
 	contentType string
 	stopped     bool // [DONE] or a failure: later events are ignored
@@ -82,6 +85,11 @@ func (c *Client) getStream() *stream {
 }
 
 func (c *Client) putStream(s *stream) {
+	if s.reads > 0 {
+		c.reads.Add(s.reads)
+		c.stamped.Add(s.stamped)
+		s.reads, s.stamped = 0, 0
+	}
 	s.parser.Reset()
 	s.w.reset()
 	if cap(s.text) > 64<<10 {
@@ -105,8 +113,12 @@ func (s *stream) readStream(callCtx context.Context, body io.Reader, r *Result, 
 		n, err := body.Read(s.buf)
 		if n > 0 {
 			now := time.Now()
+			s.reads++
 			if s.arrived != nil {
-				now = s.arrived(now)
+				var ok bool
+				if now, ok = s.arrived(now); ok {
+					s.stamped++
+				}
 			}
 			if !s.stopped {
 				perr := s.parser.Feed(s.buf[:n], func(e sse.Event) { s.event(e, now) })

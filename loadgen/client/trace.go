@@ -27,16 +27,16 @@ type connRef struct{ c net.Conn }
 // when that is known (Linux, SO_TIMESTAMPNS), not before the call started and not after
 // now; otherwise now. The time is placed on the call's monotonic clock as start plus the
 // wall-clock difference, so that equal kernel timestamps give equal times.
-func (t *tracer) arrived(now time.Time) time.Time {
+func (t *tracer) arrived(now time.Time) (time.Time, bool) {
 	ref, _ := t.conn.Load().(connRef)
 	if ref.c == nil {
-		return now
+		return now, false
 	}
 	rx, start := lastRx(ref.c), t.start.UnixNano()
 	if rx == 0 || rx < start || rx > now.UnixNano() {
-		return now
+		return now, false
 	}
-	return t.start.Add(time.Duration(rx - start))
+	return t.start.Add(time.Duration(rx - start)), true
 }
 
 func (t *tracer) since() int64 { return max(int64(time.Since(t.start)), 1) }
@@ -62,7 +62,8 @@ func (t *tracer) trace() *httptrace.ClientTrace {
 		},
 		GotFirstResponseByte: func() {
 			// The first byte's read has completed: its arrival time, like every event's.
-			t.firstByte.Store(max(int64(t.arrived(time.Now()).Sub(t.start)), 1))
+			at, _ := t.arrived(time.Now())
+			t.firstByte.Store(max(int64(at.Sub(t.start)), 1))
 		},
 	}
 }

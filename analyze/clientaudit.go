@@ -1,0 +1,195 @@
+package analyze
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/inferprobe/inferprobe/artifact"
+)
+
+// The self-audit's bounds: a case is client_limited when its load generator, not the server,
+// shaped the numbers.
+const (
+	// ClientRateFloor is the least achieved/scheduled dispatch rate of an open loop that
+	// kept its schedule.
+	ClientRateFloor = 0.995
+	// ClientCPUCeiling is the process CPU utilisation (of its CPUs) at which the client is
+	// saturated: its own queueing then enters every latency it measures.
+	ClientCPUCeiling = 0.95
+)
+
+// ClientAudit is a case's self-audit: the load generator's own health over the measured
+// phase and whether it shaped the numbers.
+//
+//   - DispatchLagP99Ms: the p99 (Quantile) of the finite dispatch lags of the open-loop
+//     requests (ms; null for closed loops), against DispatchLagBoundMs (ScheduleLagBoundMs).
+//   - ScheduledRatePerSecond = (n−1)/(last intended − first intended) over every scheduled
+//     arrival (dropped included); AchievedRatePerSecond = (m−1)/(last dispatch − first
+//     dispatch) over the m arrivals sent (dispatch = intended + dispatch lag);
+//     AchievedOverScheduled their ratio. Null for closed loops or with fewer than 2.
+//   - CPUUtilization = (user + system CPU seconds) / (phase wall seconds × CPUs), the phase
+//     running from its start to the end of its drain; GCPauseShare = GC pause seconds /
+//     phase wall seconds; ReceiveStampCoverage = stamped reads / reads. Null without the
+//     phase's client_health (older artifacts) or without reads.
+//
+// ClientLimited is true when any of Reasons holds: dispatch lag p99 over its bound,
+// achieved under ClientRateFloor of the schedule, arrivals that waited for an in-flight
+// slot or were dropped (the client's concurrency cap shaped the arrivals), or CPU
+// utilisation at or over ClientCPUCeiling.
+type ClientAudit struct {
+	ClientLimited          bool     `json:"client_limited"`
+	Reasons                []string `json:"reasons"`
+	DispatchLagP99Ms       *float64 `json:"dispatch_lag_p99_ms"`
+	DispatchLagBoundMs     float64  `json:"dispatch_lag_bound_ms"`
+	ScheduledRatePerSecond *float64 `json:"scheduled_rate_per_second"`
+	AchievedRatePerSecond  *float64 `json:"achieved_rate_per_second"`
+	AchievedOverScheduled  *float64 `json:"achieved_over_scheduled"`
+	HeldForSlot            int      `json:"held_for_slot"`
+	Dropped                int      `json:"dropped"`
+	CPUs                   *int     `json:"cpus"`
+	CPUSeconds             *float64 `json:"cpu_seconds"`
+	CPUUtilization         *float64 `json:"cpu_utilization"`
+	GCCycles               *int64   `json:"gc_cycles"`
+	GCPauseSeconds         *float64 `json:"gc_pause_seconds"`
+	GCPauseShare           *float64 `json:"gc_pause_share"`
+	ReceiveStampCoverage   *float64 `json:"receive_stamp_coverage"`
+}
+
+// ClientAuditOf audits one case from its measured requests and phase window (nil: no
+// client health).
+func ClientAuditOf(requests []Request, w *artifact.PhaseWindow) ClientAudit {
+	a := ClientAudit{Reasons: []string{}, DispatchLagBoundMs: ScheduleLagBoundMs}
+	a.scheduleFrom(requests)
+	if w != nil && w.ClientHealth != nil {
+		a.healthFrom(w.ClientHealth, w)
+	}
+	a.judge()
+	return a
+}
+
+// scheduleFrom sets the dispatch-lag and rate figures and the held/dropped counts.
+func (a *ClientAudit) scheduleFrom(requests []Request) {
+	var lags []float64
+	var intended, dispatched []float64
+	for i := range requests {
+		r := &requests[i]
+		if r.Status == StatusDropped {
+			a.Dropped++
+		} else if heldForSlot(r) {
+			a.HeldForSlot++
+		}
+		if r.ArrivalMode == ModeClosed || r.IntendedAtNS == nil {
+			continue
+		}
+		intended = append(intended, float64(*r.IntendedAtNS))
+		if r.Status == StatusDropped || r.DispatchLagMS == nil || !finite(*r.DispatchLagMS) {
+			continue
+		}
+		lags = append(lags, *r.DispatchLagMS)
+		dispatched = append(dispatched, float64(*r.IntendedAtNS)+*r.DispatchLagMS*1e6)
+	}
+	sort.Float64s(lags)
+	if p99, ok := Quantile(lags, 0.99); ok {
+		a.DispatchLagP99Ms = f64Ptr(p99)
+	}
+	a.ScheduledRatePerSecond = spanRate(intended)
+	a.AchievedRatePerSecond = spanRate(dispatched)
+	if a.ScheduledRatePerSecond != nil && a.AchievedRatePerSecond != nil {
+		a.AchievedOverScheduled = f64Ptr(*a.AchievedRatePerSecond / *a.ScheduledRatePerSecond)
+	}
+}
+
+// spanRate is (n−1)/(max−min) per second of times in ns; nil for n < 2 or an empty span.
+func spanRate(ns []float64) *float64 {
+	if len(ns) < 2 {
+		return nil
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, t := range ns {
+		lo, hi = math.Min(lo, t), math.Max(hi, t)
+	}
+	if !(hi > lo) {
+		return nil
+	}
+	return f64Ptr(float64(len(ns)-1) / ((hi - lo) / 1e9))
+}
+
+// healthFrom sets the CPU, GC and receive-stamp figures from the phase's client health.
+func (a *ClientAudit) healthFrom(h *artifact.ClientHealth, w *artifact.PhaseWindow) {
+	wall := 0.0
+	if w.StartedAtNS != nil && w.DrainedAtNS != nil && *w.DrainedAtNS > *w.StartedAtNS {
+		wall = float64(*w.DrainedAtNS-*w.StartedAtNS) / 1e9
+	}
+	a.GCCycles = i64Ptr(h.GCCycles)
+	a.GCPauseSeconds = f64Ptr(h.GCPauseSeconds)
+	if h.CPUs > 0 {
+		a.CPUs = &h.CPUs
+	}
+	if h.CPUUserSeconds != nil && h.CPUSystemSeconds != nil {
+		a.CPUSeconds = f64Ptr(*h.CPUUserSeconds + *h.CPUSystemSeconds)
+		if wall > 0 && h.CPUs > 0 {
+			a.CPUUtilization = f64Ptr(*a.CPUSeconds / (wall * float64(h.CPUs)))
+		}
+	}
+	if wall > 0 {
+		a.GCPauseShare = f64Ptr(h.GCPauseSeconds / wall)
+	}
+	if h.ReceiveReads > 0 {
+		a.ReceiveStampCoverage = f64Ptr(float64(h.ReceiveStampedReads) / float64(h.ReceiveReads))
+	}
+}
+
+// judge sets ClientLimited and its reasons.
+func (a *ClientAudit) judge() {
+	if a.DispatchLagP99Ms != nil && *a.DispatchLagP99Ms > a.DispatchLagBoundMs {
+		a.Reasons = append(a.Reasons, fmt.Sprintf("dispatch lag p99 %.3g ms over the %.3g ms bound", *a.DispatchLagP99Ms, a.DispatchLagBoundMs))
+	}
+	if a.AchievedOverScheduled != nil && *a.AchievedOverScheduled < ClientRateFloor {
+		a.Reasons = append(a.Reasons, fmt.Sprintf("dispatched at %.1f%% of the scheduled rate (under %.1f%%)", 100**a.AchievedOverScheduled, 100*ClientRateFloor))
+	}
+	if a.HeldForSlot > 0 {
+		a.Reasons = append(a.Reasons, fmt.Sprintf("%d arrivals waited for an in-flight slot (--max-in-flight)", a.HeldForSlot))
+	}
+	if a.Dropped > 0 {
+		a.Reasons = append(a.Reasons, fmt.Sprintf("%d arrivals dropped", a.Dropped))
+	}
+	if a.CPUUtilization != nil && a.CPUs != nil && *a.CPUUtilization >= ClientCPUCeiling {
+		a.Reasons = append(a.Reasons, fmt.Sprintf("client CPU at %.0f%% of its %d CPUs", 100**a.CPUUtilization, *a.CPUs))
+	}
+	a.ClientLimited = len(a.Reasons) > 0
+}
+
+// clientLines renders the self-audit: a health line when there is anything to say (an open
+// loop's schedule figures or the phase's client health) and, for a client-limited case, a
+// line with every reason, e.g.
+//
+//	client: dispatch lag p99 0.21 ms (bound 1 ms), 100.0% of the scheduled rate, CPU 23% of 2 CPUs, GC pauses 0.4 ms, receive stamps 100.0%
+//	CLIENT-LIMITED: dispatch lag p99 3.1 ms over the 1 ms bound
+func clientLines(a ClientAudit) []string {
+	var parts []string
+	if a.DispatchLagP99Ms != nil {
+		parts = append(parts, fmt.Sprintf("dispatch lag p99 %.3g ms (bound %.3g ms)", *a.DispatchLagP99Ms, a.DispatchLagBoundMs))
+	}
+	if a.AchievedOverScheduled != nil {
+		parts = append(parts, fmt.Sprintf("%.1f%% of the scheduled rate", 100**a.AchievedOverScheduled))
+	}
+	if a.CPUUtilization != nil && a.CPUs != nil {
+		parts = append(parts, fmt.Sprintf("CPU %.0f%% of %d CPUs", 100**a.CPUUtilization, *a.CPUs))
+	}
+	if a.GCPauseSeconds != nil {
+		parts = append(parts, fmt.Sprintf("GC pauses %.3g ms", 1000**a.GCPauseSeconds))
+	}
+	if a.ReceiveStampCoverage != nil {
+		parts = append(parts, fmt.Sprintf("receive stamps %.1f%%", 100**a.ReceiveStampCoverage))
+	}
+	var lines []string
+	if len(parts) > 0 {
+		lines = append(lines, "  client: "+strings.Join(parts, ", "))
+	}
+	if a.ClientLimited {
+		lines = append(lines, "  CLIENT-LIMITED: "+strings.Join(a.Reasons, "; "))
+	}
+	return lines
+}

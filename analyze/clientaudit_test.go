@@ -1,0 +1,88 @@
+package analyze
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/inferprobe/inferprobe/artifact"
+)
+
+// openRequest is a measured open-loop request intended at ms (from 0) with a dispatch lag.
+func openRequest(status string, intendedMs, lagMs float64) Request {
+	var r Request
+	r.Status, r.ArrivalMode = status, ModeFixedRate
+	r.IntendedAtNS = artifact.Ptr(int64(intendedMs * 1e6))
+	if status != StatusDropped {
+		r.DispatchLagMS = artifact.Ptr(lagMs)
+	}
+	return r
+}
+
+func near(got *float64, want float64) bool {
+	return got != nil && math.Abs(*got-want) <= 1e-9*math.Max(1, math.Abs(want))
+}
+
+func healthWindow(user, sys, wallSeconds float64, cpus int, pause float64, reads, stamped int64) *artifact.PhaseWindow {
+	return &artifact.PhaseWindow{
+		StartedAtNS: artifact.Ptr(int64(1e9)), DrainedAtNS: artifact.Ptr(int64(1e9 + wallSeconds*1e9)),
+		ClientHealth: &artifact.ClientHealth{CPUUserSeconds: &user, CPUSystemSeconds: &sys, CPUs: cpus,
+			GCCycles: 3, GCPauseSeconds: pause, ReceiveReads: reads, ReceiveStampedReads: stamped},
+	}
+}
+
+func TestClientAuditKeptSchedule(t *testing.T) {
+	var reqs []Request
+	for i, lag := range []float64{0.1, 0.2, 0.1, 0.3, 0.2} {
+		reqs = append(reqs, openRequest(StatusOK, float64(10*i), lag))
+	}
+	a := ClientAuditOf(reqs, healthWindow(0.5, 0.1, 1, 2, 0.002, 100, 99))
+	// p99 of [0.1 0.1 0.2 0.2 0.3]: rank 3.96 → 0.2 + 0.96·0.1.
+	// scheduled 4/0.040 s; dispatched 0.1 … 40.2 ms: 4/0.0401 s.
+	if a.ClientLimited || len(a.Reasons) != 0 || !near(a.DispatchLagP99Ms, 0.296) ||
+		!near(a.ScheduledRatePerSecond, 100) || !near(a.AchievedRatePerSecond, 4/0.0401) ||
+		!near(a.AchievedOverScheduled, 0.04/0.0401) || !near(a.CPUSeconds, 0.6) || !near(a.CPUUtilization, 0.3) ||
+		!near(a.GCPauseShare, 0.002) || !near(a.ReceiveStampCoverage, 0.99) || *a.CPUs != 2 || *a.GCCycles != 3 {
+		t.Fatalf("audit %+v", a)
+	}
+	lines := clientLines(a)
+	if len(lines) != 1 || lines[0] != "  client: dispatch lag p99 0.296 ms (bound 1 ms), 99.8% of the scheduled rate, CPU 30% of 2 CPUs, GC pauses 2 ms, receive stamps 99.0%" {
+		t.Fatalf("lines %q", lines)
+	}
+}
+
+func TestClientAuditLimited(t *testing.T) {
+	var reqs []Request
+	for i := range 5 {
+		reqs = append(reqs, openRequest(StatusOK, float64(10*i), float64(2*i)))
+	}
+	held := openRequest(StatusOK, 50, 8)
+	held.HeldForSlot = artifact.Ptr(true)
+	reqs = append(reqs, held, openRequest(StatusDropped, 60, 0))
+	a := ClientAuditOf(reqs, healthWindow(1.5, 0.4, 1, 2, 0, 0, 0))
+	// lags [0 2 4 6 8 8]: p99 rank 4.95 → 8; scheduled 6/0.060 s (the dropped arrival
+	// included); dispatched 0, 12, 24, 36, 48, 58 ms: 5/0.058 s; CPU 1.9/(1·2).
+	if !a.ClientLimited || !near(a.DispatchLagP99Ms, 8) || !near(a.ScheduledRatePerSecond, 100) ||
+		!near(a.AchievedOverScheduled, (5/0.058)/100) || a.HeldForSlot != 1 || a.Dropped != 1 ||
+		!near(a.CPUUtilization, 0.95) || a.ReceiveStampCoverage != nil {
+		t.Fatalf("audit %+v", a)
+	}
+	want := []string{"dispatch lag p99 8 ms over the 1 ms bound", "dispatched at 86.2% of the scheduled rate (under 99.5%)",
+		"1 arrivals waited for an in-flight slot (--max-in-flight)", "1 arrivals dropped", "client CPU at 95% of its 2 CPUs"}
+	if strings.Join(a.Reasons, "|") != strings.Join(want, "|") {
+		t.Fatalf("reasons %q", a.Reasons)
+	}
+	if lines := clientLines(a); len(lines) != 2 || lines[1] != "  CLIENT-LIMITED: "+strings.Join(want, "; ") {
+		t.Fatalf("lines %q", lines)
+	}
+}
+
+func TestClientAuditClosedLoopAndOldArtifact(t *testing.T) {
+	var r Request
+	r.Status, r.ArrivalMode = StatusOK, ModeClosed
+	a := ClientAuditOf([]Request{r, r}, nil)
+	if a.ClientLimited || a.DispatchLagP99Ms != nil || a.ScheduledRatePerSecond != nil || a.CPUUtilization != nil ||
+		a.GCPauseSeconds != nil || len(clientLines(a)) != 0 || a.Reasons == nil {
+		t.Fatalf("audit %+v", a)
+	}
+}

@@ -1,0 +1,28 @@
+package artifact
+
+// ClientHealth is the load generator's own health over one phase, from the phase start to
+// the end of its drain: what a reader needs to tell whether the client, not the server,
+// shaped the phase's numbers. It rides on the phase's infer.phase_window record
+// (client_health; absent in artifacts written before it existed).
+//
+// CPU and GC figures are the whole inferprobe process's (the load generator, and in the
+// same process the span receiver, scrapers and exporter): a client host's load generator is
+// limited by the process, not by one part of it.
+type ClientHealth struct {
+	// CPUUserSeconds and CPUSystemSeconds are the process's user and system CPU time
+	// spent during the phase (getrusage(RUSAGE_SELF) deltas, seconds); null where the
+	// platform does not report them.
+	CPUUserSeconds   *float64 `json:"cpu_user_seconds"`
+	CPUSystemSeconds *float64 `json:"cpu_system_seconds"`
+	// CPUs is the number of CPUs the Go runtime could run on (GOMAXPROCS) during the phase.
+	CPUs int `json:"cpus"`
+	// GCCycles and GCPauseSeconds are the garbage collections completed during the phase
+	// and their total stop-the-world pause time (seconds).
+	GCCycles       int64   `json:"gc_cycles"`
+	GCPauseSeconds float64 `json:"gc_pause_seconds"`
+	// ReceiveReads counts the reads of streamed answers completed during the phase;
+	// ReceiveStampedReads those dated by the kernel's receive timestamp (the rest were
+	// timed by the clock after the read returned, late by the reader's scheduling delay).
+	ReceiveReads        int64 `json:"receive_reads"`
+	ReceiveStampedReads int64 `json:"receive_stamped_reads"`
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/inferprobe/inferprobe/sim"
+)
+
+// TestProfileTraceImportMatchesGroundTruth: profile --trace vllm-torch --trace-dir against
+// the sim (two engines, two cases) imports every worker trace at the end of the run; the
+// infer.iteration records of each trace equal the sim's ground truth beside it step for
+// step (interval, requests, tokens exactly; GPU busy within 1 µs), and analyze prints each
+// case's gpu line over the imported steps.
+func TestProfileTraceImportMatchesGroundTruth(t *testing.T) {
+	shortTraceSettle(t)
+	dir := t.TempDir()
+	srv := startSim(t, func(c *sim.Config) { c.ProfilerDir, c.Engines = dir, 2 })
+	out := filepath.Join(t.TempDir(), "a.jsonl")
+	code, stdout, stderr := runCLI(t, "profile", "--base-url", srv.URL()+"/v1", "--model", sim.DefaultConfig().Model, "--output", out,
+		"--concurrency", "2,4", "--requests", "8", "--input-tokens", "64", "--output-tokens", "6",
+		"--trace", "vllm-torch", "--trace-dir", dir, "--trace-device-uuid", "0=GPU-aaa", "--trace-device-uuid", "1=GPU-bbb")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	steps := map[string][]map[string]any{} // trace file → its iterations
+	files := 0
+	for _, l := range readLines(t, out) {
+		switch l["event_type"] {
+		case "infer.iteration":
+			c := l["context"].(map[string]any)
+			if want := []string{"GPU-aaa", "GPU-bbb"}[int(c["rank"].(float64))]; c["device_uuid"] != want {
+				t.Fatalf("rank %v: device_uuid %v, want %s", c["rank"], c["device_uuid"], want)
+			}
+			f := l["trace_file"].(string)
+			steps[f] = append(steps[f], l)
+		case "infer.trace_window":
+			files += len(l["trace_files"].([]any))
+		}
+	}
+	if files != 4 || len(steps) != 4 {
+		t.Fatalf("%d trace files in the windows, %d imported", files, len(steps))
+	}
+	total := 0
+	for file, got := range steps {
+		truth := groundTruth(t, strings.TrimSuffix(file, ".pt.trace.json.gz")+".steps.jsonl")
+		sort.Slice(got, func(i, j int) bool { return got[i]["start_ns"].(float64) < got[j]["start_ns"].(float64) })
+		if len(got) != len(truth) || len(got) == 0 {
+			t.Fatalf("%s: %d steps imported, %d in the ground truth", file, len(got), len(truth))
+		}
+		for i, g := range got {
+			w := truth[i]
+			for _, k := range []string{"start_ns", "end_ns", "context_requests", "context_tokens", "generation_requests", "generation_tokens"} {
+				if g[k] != w[k] {
+					t.Fatalf("%s step %d: %s = %v, ground truth %v", file, i, k, g[k], w[k])
+				}
+			}
+			if d := g["gpu_busy_ns"].(float64) - w["gpu_busy_ns"].(float64); d > 1000 || d < -1000 {
+				t.Fatalf("%s step %d: gpu_busy_ns %v, ground truth %v", file, i, g["gpu_busy_ns"], w["gpu_busy_ns"])
+			}
+		}
+		total += len(got)
+	}
+	code, stdout, _ = runCLI(t, "analyze", out)
+	if code != 0 || strings.Count(stdout, "  gpu: ") != 2 || !strings.Contains(stdout, "steps on rank 0,1 over") {
+		t.Fatalf("analyze exit %d (%d steps imported):\n%s", code, total, stdout)
+	}
+}
+
+// groundTruth reads the sim's .steps.jsonl, sorted by start.
+func groundTruth(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []map[string]any
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i]["start_ns"].(float64) < out[j]["start_ns"].(float64) })
+	return out
+}
+
+func TestTraceImportFlags(t *testing.T) {
+	base := []string{"profile", "--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--output", filepath.Join(t.TempDir(), "a.jsonl")}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--trace-max-bytes", "10"}, "--trace-max-bytes needs --trace"},
+		{[]string{"--trace-device-uuid", "0=GPU-1"}, "--trace-device-uuid needs --trace"},
+		{[]string{"--trace", "vllm-torch", "--trace-max-bytes", "0"}, "--trace-max-bytes must be at least 1"},
+		{[]string{"--trace", "vllm-torch", "--trace-detail", "op"}, "--trace-detail must be launch or kernel"},
+		{[]string{"--trace", "vllm-torch", "--trace-device-uuid", "GPU-1"}, "want RANK=UUID"},
+		{[]string{"--trace", "vllm-torch", "--trace-device-uuid", "x=GPU-1"}, "the rank must be an integer"},
+		{[]string{"--trace", "vllm-torch", "--trace-device-uuid", "0=GPU 1"}, "without spaces"},
+		{[]string{"--trace", "vllm-torch", "--trace-device-uuid", "0=a", "--trace-device-uuid", "0=b"}, "rank 0 given twice"},
+	} {
+		code, _, stderr := runCLI(t, append(append([]string{}, base...), c.args...)...)
+		if code != exitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q", c.args, code, stderr)
+		}
+	}
+}
