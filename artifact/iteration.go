@@ -63,16 +63,19 @@ type IterationRef struct {
 //
 // The GPU figures cover the step's GPU activities (kernels, memcpy, memset), an activity
 // belonging to the step whose CPU launch lies inside the step's host range on the same
-// thread. GPUBusyNS is the length of the union of their intervals over all streams (never
-// the sum: SummedDurationNS is the sum). KernelSpanNS runs from the first activity's start
-// to the last one's end; IdleNS = KernelSpanNS − GPUBusyNS, split over the gaps of the
-// union: a gap ends where an activity starts, and is IdleHostWaitNS when that activity's
-// launch began at or after the gap's start (the GPU waited for the host), else
-// IdleKernelWaitNS when shorter than 30 µs (back-to-back launch latency), else
-// IdleOtherNS. Under CUDA-graph replay one launch covers many activities: only the
-// first activity of a graph launch is judged by its launch time, the gaps before the
-// others are kernel-wait or other. MemcpyNS is the union of gpu_memcpy and gpu_memset
-// intervals, CommunicationNS the union of NCCL kernels (name containing "nccl").
+// thread. Activities counts them, Kernels the kernels among them. GPUBusyNS is the length
+// of the union of their intervals over all streams (never the sum: SummedDurationNS is
+// the sum). KernelSpanNS runs from the first activity's start to the last one's end;
+// IdleNS = KernelSpanNS − GPUBusyNS. The idle gaps between consecutive activities of each
+// stream are split as Holistic Trace Analysis does, summed over the streams (so the three
+// can add up to more than IdleNS: a gap on one stream may be busy on another): a gap is
+// IdleHostWaitNS when the next activity's launch began after the previous one ended (the
+// GPU waited for the host), else IdleKernelWaitNS when shorter than 30 µs (back-to-back
+// launch latency), else IdleOtherNS. Under CUDA-graph replay one launch covers many
+// activities: only the first activity of a graph launch is judged by its launch time, the
+// gaps before the others are kernel-wait or other. MemcpyNS is the union of gpu_memcpy and
+// gpu_memset intervals, CommunicationNS the union of NCCL kernels (name containing
+// "nccl"). GPUStartNS/GPUEndNS merge the step's per-stream GPU annotations.
 // GapToPreviousNS is StartNS minus the previous step's EndNS in the same file (negative
 // when host ranges overlap; null for the first step).
 type Iteration struct {
@@ -99,6 +102,7 @@ type Iteration struct {
 	Launches          int64        `json:"launches"`
 	GraphLaunches     int64        `json:"graph_launches"`
 	Activities        int64        `json:"activities"`
+	Kernels           int64        `json:"kernels"`
 	GPUBusyNS         int64        `json:"gpu_busy_ns"`
 	SummedDurationNS  int64        `json:"summed_duration_ns"`
 	KernelSpanNS      int64        `json:"kernel_span_ns"`
@@ -183,6 +187,14 @@ func (ActivityRef) RecordKind() Kind { return KindActivityRef }
 
 // MarshalJSON writes the record header, then the fields; nil intervals are written as [].
 func (a ActivityRef) MarshalJSON() ([]byte, error) {
+	if a.Metadata.Intervals == nil {
+		a.Metadata.Intervals = [][2]int64{}
+	}
+	return encodeActivityRef(&a)
+}
+
+// marshalActivityRefPlain is the reflection encoding encodeActivityRef reproduces.
+func marshalActivityRefPlain(a ActivityRef) ([]byte, error) {
 	type plain ActivityRef
 	if a.Metadata.Intervals == nil {
 		a.Metadata.Intervals = [][2]int64{}

@@ -73,19 +73,30 @@ func TestIterationRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(a.Iterations) != 1 || len(a.ActivityRefs) != 2 {
-		t.Fatalf("loaded %d iterations, %d refs", len(a.Iterations), len(a.ActivityRefs))
+	f, _ := os.Open(path)
+	defer f.Close()
+	var refs []ActivityRef
+	if _, err := Read(f, func(l Line) error {
+		if r, ok := l.Value.(*ActivityRef); ok {
+			refs = append(refs, *r)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Iterations) != 1 || len(refs) != 2 || a.Stats.Kinds[KindActivityRef] != 2 {
+		t.Fatalf("loaded %d iterations, %d refs", len(a.Iterations), len(refs))
 	}
 	it.Metadata = map[string]any{}
 	if !reflect.DeepEqual(a.Iterations[0], it) {
 		t.Errorf("iteration:\n got %+v\nwant %+v", a.Iterations[0], it)
 	}
-	if !reflect.DeepEqual(a.ActivityRefs[0], ref) {
-		t.Errorf("ref:\n got %+v\nwant %+v", a.ActivityRefs[0], ref)
+	if !reflect.DeepEqual(refs[0], ref) {
+		t.Errorf("ref:\n got %+v\nwant %+v", refs[0], ref)
 	}
 	unresolved.Metadata.Intervals = [][2]int64{}
-	if !reflect.DeepEqual(a.ActivityRefs[1], unresolved) {
-		t.Errorf("unresolved ref:\n got %+v\nwant %+v", a.ActivityRefs[1], unresolved)
+	if !reflect.DeepEqual(refs[1], unresolved) {
+		t.Errorf("unresolved ref:\n got %+v\nwant %+v", refs[1], unresolved)
 	}
 }
 
@@ -145,5 +156,35 @@ func TestOpenAppend(t *testing.T) {
 	}
 	if _, err := OpenAppend(filepath.Join(dir, "missing.jsonl")); err == nil {
 		t.Fatal("missing file opened")
+	}
+}
+
+// TestActivityRefEncoding: the hand-written encoding is byte for byte the reflection one,
+// for linked, unresolved, kernel-detail and non-ASCII records, and with a changed context.
+func TestActivityRefEncoding(t *testing.T) {
+	a := sampleActivityRef()
+	b := a
+	b.IterationRef, b.AttributionStatus = nil, AttributionUnresolved
+	b.Metadata = ActivityMetadata{UnresolvedReason: Ptr(UnresolvedAmbiguousRange)}
+	b.RuntimeCorrelationID, b.DeviceID = nil, nil
+	c := a
+	c.Metadata.Name = Ptr("void at::native::k<float, \"q\"> \u00e9 <&> \\ \t")
+	c.ActivityRef = "kineto:rank0 ü.json:1/activity/3"
+	c.GraphID, c.StreamID = Ptr(int64(-4)), Ptr(int64(7))
+	d := c
+	d.Context.RunID = "other-run"
+	d.Context.Rank = Ptr(int64(3))
+	for i, r := range []ActivityRef{a, b, c, d, a} {
+		got, err := r.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := marshalActivityRefPlain(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("record %d:\n got %s\nwant %s", i, got, want)
+		}
 	}
 }

@@ -30,9 +30,9 @@ type Artifact struct {
 	// TelemetrySamples holds every infer.telemetry_sample v1 record.
 	TelemetrySamples []TelemetrySample
 	// Iterations holds every infer.iteration v2 record (engine steps imported from
-	// profiler traces), ActivityRefs every infer.activity_ref v3 record.
-	Iterations   []Iteration
-	ActivityRefs []ActivityRef
+	// profiler traces). The infer.activity_ref v3 records (one per GPU launch: millions for
+	// a large trace) are not kept: Stats.Kinds counts them, and Read streams them.
+	Iterations []Iteration
 	// Others holds every record kept as *Raw (infer.request v2, vLLM scrapes
 	// and spans, unknown kinds) and any infer.artifact or
 	// infer.workload after the first.
@@ -155,7 +155,7 @@ func (a *Artifact) add(rec Line, in interner) {
 	case *Iteration:
 		a.Iterations = append(a.Iterations, *v)
 	case *ActivityRef:
-		a.ActivityRefs = append(a.ActivityRefs, *v)
+		// counted in Stats.Kinds only
 	case *Raw:
 		a.Others = append(a.Others, *v)
 	}

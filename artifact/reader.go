@@ -45,8 +45,8 @@ type Line struct {
 	// Kind is the line's event_type and schema_version.
 	Kind Kind
 	// Value is *Session, *ArtifactHeader, *Workload, *SLORecord,
-	// *CacheState, *PhaseWindow, *Request, *Capabilities, *ClockAlignment or
-	// *TelemetrySample for those kinds (the Kind* variables), and *Raw for every other kind,
+	// *CacheState, *PhaseWindow, *Request, *Capabilities, *ClockAlignment,
+	// *TelemetrySample, *Iteration or *ActivityRef for those kinds (the Kind* variables), and *Raw for every other kind,
 	// including infer.request v2 and lines without an event_type.
 	Value Record
 	// Raw is the line's text (surrounding whitespace removed). It is valid

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -19,6 +20,11 @@ func init() { verbs = append(verbs, newImportTraceCmd) }
 
 // ProducerImportTrace is the producer_id and source of the records import-trace appends.
 const producerImportTrace = "inferprobe.import_trace"
+
+// importMemoryLimit is the soft memory limit of an import (unless GOMEMLIMIT is set): the
+// importer keeps about 90 bytes per GPU activity and 45 per CPU launch, so the collector stays well
+// under it for a 1 GB trace and the garbage collector keeps the peak near it.
+const importMemoryLimit = 224 << 20
 
 // defaultServerClockDomain is the clock domain of imported trace times when neither the
 // flag nor the artifact names the server's: a host name no client clock has, so that the
@@ -90,15 +96,18 @@ func (f *importTraceFlags) run(cmd *cobra.Command, path string, traces []string)
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	a, err := artifact.ReadFileContext(ctx, path)
+	if os.Getenv("GOMEMLIMIT") == "" {
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(importMemoryLimit))
+	}
+	a, err := scanArtifact(ctx, path)
 	if err != nil {
 		if ctx.Err() != nil {
 			return withCode(exitInterrupted, err)
 		}
 		return withCode(exitBadInput, err)
 	}
-	if a.Truncated != nil {
-		return withCode(exitBadInput, fmt.Errorf("%s ends in a cut line (%s); nothing imported", path, a.Truncated))
+	if a.truncated != nil {
+		return withCode(exitBadInput, fmt.Errorf("%s ends in a cut line (%s); nothing imported", path, a.truncated))
 	}
 	opts, err := f.options(a)
 	if err != nil {
@@ -118,21 +127,76 @@ func (f *importTraceFlags) run(cmd *cobra.Command, path string, traces []string)
 	return ierr
 }
 
+// artifactView is what import-trace needs of the artifact it appends to.
+type artifactView struct {
+	path             string
+	header           *artifact.ArtifactHeader
+	sessionID        string // of the first infer.session record
+	capabilities     []artifact.Capabilities
+	alignmentDomains []string // from_clock_domain of each clock alignment
+	telemetryDomains map[string]bool
+	truncated        *artifact.Truncation
+}
+
+// scanArtifact streams the artifact, keeping only its header, first session id,
+// capabilities and clock domains: an artifact with imported traces holds millions of
+// activity refs. Errors wrap artifact.ErrInvalidArtifact (or are ctx's).
+func scanArtifact(ctx context.Context, path string) (*artifactView, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", artifact.ErrInvalidArtifact, err)
+	}
+	defer f.Close()
+	v := &artifactView{path: path, telemetryDomains: map[string]bool{}}
+	st, err := artifact.Read(f, func(l artifact.Line) error {
+		if l.Line%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		switch r := l.Value.(type) {
+		case *artifact.ArtifactHeader:
+			if v.header == nil {
+				v.header = r
+			}
+		case *artifact.Session:
+			if v.sessionID == "" {
+				v.sessionID = r.SessionID
+			}
+		case *artifact.Capabilities:
+			v.capabilities = append(v.capabilities, *r)
+		case *artifact.ClockAlignment:
+			v.alignmentDomains = append(v.alignmentDomains, r.FromClockDomain)
+		case *artifact.TelemetrySample:
+			v.telemetryDomains[r.ClockDomain] = true
+		}
+		return nil
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	v.truncated = st.Truncated
+	return v, nil
+}
+
 // options builds the import options from the flags and the artifact: the run's ids, the
 // server's clock domain, and the files the run imported already.
-func (f *importTraceFlags) options(a *artifact.Artifact) (kineto.Options, error) {
+func (f *importTraceFlags) options(a *artifactView) (kineto.Options, error) {
 	runID, sessionID := "", ""
-	if a.Header != nil {
-		runID, sessionID = a.Header.Context.RunID, a.Header.Context.SessionID
+	if a.header != nil {
+		runID, sessionID = a.header.Context.RunID, a.header.Context.SessionID
 	}
-	if sessionID == "" && len(a.Sessions) > 0 {
-		sessionID = a.Sessions[0].SessionID
+	if sessionID == "" {
+		sessionID = a.sessionID
 	}
 	if runID == "" {
 		runID = sessionID
 	}
 	if runID == "" {
-		return kineto.Options{}, withCode(exitBadInput, fmt.Errorf("%w: %s has no infer.artifact or infer.session record to name its run", artifact.ErrInvalidArtifact, a.Path))
+		return kineto.Options{}, withCode(exitBadInput, fmt.Errorf("%w: %s has no infer.artifact or infer.session record to name its run", artifact.ErrInvalidArtifact, a.path))
 	}
 	domain := f.clockDomain
 	if domain == "" {
@@ -145,37 +209,27 @@ func (f *importTraceFlags) options(a *artifact.Artifact) (kineto.Options, error)
 			SourceVersion: artifact.Ptr(version), ClockDomain: domain, ClockKind: "wall",
 			CollectionMode: "imported", Provenance: "reported",
 		},
-		Imported: kineto.ImportedFiles(a.Capabilities, runID),
+		Imported: kineto.ImportedFiles(a.capabilities, runID),
 	}, nil
 }
 
 // serverClockDomain is the artifact's one server clock domain: the from_clock_domain all
-// its clock alignments share, else the clock domain all its telemetry samples share, else
+// its clock alignments share, else the one clock domain of its telemetry samples, else
 // defaultServerClockDomain.
-func serverClockDomain(a *artifact.Artifact) string {
-	one := func(ds []string) string {
-		if len(ds) == 0 {
-			return ""
+func serverClockDomain(a *artifactView) string {
+	if n := len(a.alignmentDomains); n > 0 {
+		same := true
+		for _, d := range a.alignmentDomains[1:] {
+			same = same && d == a.alignmentDomains[0]
 		}
-		for _, d := range ds[1:] {
-			if d != ds[0] {
-				return ""
-			}
+		if same {
+			return a.alignmentDomains[0]
 		}
-		return ds[0]
 	}
-	var from, tele []string
-	for _, c := range a.ClockAlignments {
-		from = append(from, c.FromClockDomain)
-	}
-	for _, s := range a.TelemetrySamples {
-		tele = append(tele, s.ClockDomain)
-	}
-	if d := one(from); d != "" {
-		return d
-	}
-	if d := one(tele); d != "" {
-		return d
+	if len(a.telemetryDomains) == 1 {
+		for d := range a.telemetryDomains {
+			return d
+		}
 	}
 	return defaultServerClockDomain
 }

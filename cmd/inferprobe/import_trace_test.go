@@ -48,15 +48,16 @@ func TestImportTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if int64(len(a.Iterations)) != st.Steps || len(a.ActivityRefs) != int(st.Launches) || len(a.Capabilities) != 1 {
-		t.Fatalf("%d iterations (want %d), %d refs (want %d launches), %d capabilities", len(a.Iterations), st.Steps, len(a.ActivityRefs), st.Launches, len(a.Capabilities))
+	refs := activityRefs(t, art)
+	if int64(len(a.Iterations)) != st.Steps || len(refs) != int(st.Launches) || len(a.Capabilities) != 1 {
+		t.Fatalf("%d iterations (want %d), %d refs (want %d launches), %d capabilities", len(a.Iterations), st.Steps, len(refs), st.Launches, len(a.Capabilities))
 	}
 	it := a.Iterations[0]
 	if it.Context.RunID != "run-7" || it.Context.ClockDomain != "gpu-host/unix_epoch_ns" || it.Context.CollectionMode != "imported" ||
 		it.StartNS < 1_767_225_600_000_000_000 || *it.Rank != 0 {
 		t.Errorf("iteration %+v", it)
 	}
-	for _, r := range a.ActivityRefs {
+	for _, r := range refs {
 		if r.AttributionStatus != artifact.AttributionLinked {
 			t.Fatalf("unresolved ref %+v", r)
 		}
@@ -112,5 +113,41 @@ func TestImportTraceBadInput(t *testing.T) {
 	a, _ := artifact.ReadFile(art)
 	if code != exitOK || !strings.Contains(stdout, "registered, not parsed") || len(a.Capabilities) != 1 || len(a.Iterations) != 0 || a.Capabilities[0].Available {
 		t.Fatalf("over max bytes: exit %d %q %+v", code, stdout, a.Capabilities)
+	}
+}
+
+// activityRefs streams the artifact's infer.activity_ref records.
+func activityRefs(t *testing.T, path string) []artifact.ActivityRef {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []artifact.ActivityRef
+	if _, err := artifact.Read(f, func(l artifact.Line) error {
+		if r, ok := l.Value.(*artifact.ActivityRef); ok {
+			out = append(out, *r)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestServerClockDomain(t *testing.T) {
+	for _, tc := range []struct {
+		v    artifactView
+		want string
+	}{
+		{artifactView{}, defaultServerClockDomain},
+		{artifactView{alignmentDomains: []string{"gpu/b1/unix_epoch_ns", "gpu/b1/unix_epoch_ns"}}, "gpu/b1/unix_epoch_ns"},
+		{artifactView{alignmentDomains: []string{"a/unix_epoch_ns", "b/unix_epoch_ns"}, telemetryDomains: map[string]bool{"t/unix_epoch_ns": true}}, "t/unix_epoch_ns"},
+		{artifactView{telemetryDomains: map[string]bool{"t/unix_epoch_ns": true, "u/unix_epoch_ns": true}}, defaultServerClockDomain},
+	} {
+		if got := serverClockDomain(&tc.v); got != tc.want {
+			t.Errorf("%+v: %s, want %s", tc.v, got, tc.want)
+		}
 	}
 }

@@ -27,7 +27,8 @@ type step struct {
 // to the activity's position, the flow start of the same id bound to the launch's
 // position), else through args.correlation. It fills activity.launch and activity.scope.
 func (c *collector) link() {
-	byKey := c.sortedLaunchesByKey()
+	// Launches are sorted in place by position key (no activity refers to one yet).
+	sort.Sort(blockSort[launch]{&c.launches, func(x, y *launch) bool { return x.key < y.key }})
 	byCorr := make([]int32, 0, c.launches.len())
 	for i := range int32(c.launches.len()) {
 		if c.launches.at(i).flags&flagCorr != 0 {
@@ -35,11 +36,11 @@ func (c *collector) link() {
 		}
 	}
 	slices.SortFunc(byCorr, func(a, b int32) int { return cmp.Compare(c.launches.at(a).corr, c.launches.at(b).corr) })
-	ends := sortedFlows(&c.flowEnds, false)
-	starts := sortedFlows(&c.flowStarts, true)
+	sort.Sort(blockSort[flow]{&c.flowEnds, func(x, y *flow) bool { return x.key < y.key }})
+	sort.Sort(blockSort[flow]{&c.flowStarts, func(x, y *flow) bool { return x.id < y.id }})
 	for i := range int32(c.acts.len()) {
 		a := c.acts.at(i)
-		if li := c.viaFlow(a, ends, starts, byKey); li >= 0 {
+		if li := c.viaFlow(a); li >= 0 {
 			a.launch, a.scope = li, scopeFlow
 			continue
 		}
@@ -54,66 +55,29 @@ func (c *collector) link() {
 }
 
 // viaFlow follows an activity's ac2g flow to its launch, or returns -1.
-func (c *collector) viaFlow(a *activity, ends, starts []flow, byKey []int32) int32 {
-	if len(ends) == 0 {
+// The flow lists are sorted: ends by position key, starts by id.
+func (c *collector) viaFlow(a *activity) int32 {
+	ends, starts := &c.flowEnds, &c.flowStarts
+	if ends.len() == 0 {
 		return -1
 	}
-	k := posKey(a.pid, a.tid, a.start)
-	j := sort.Search(len(ends), func(x int) bool { return ends[x].key >= k })
-	if j == len(ends) || ends[j].key != k {
+	k := c.posOf(a.thread, a.start)
+	j := int32(sort.Search(ends.len(), func(x int) bool { return ends.at(int32(x)).key >= k }))
+	if int(j) == ends.len() || ends.at(j).key != k {
 		return -1
 	}
-	id := ends[j].id
-	s := sort.Search(len(starts), func(x int) bool { return starts[x].id >= id })
-	if s == len(starts) || starts[s].id != id {
+	id := ends.at(j).id
+	s := int32(sort.Search(starts.len(), func(x int) bool { return starts.at(int32(x)).id >= id }))
+	if int(s) == starts.len() || starts.at(s).id != id {
 		return -1
 	}
-	lk := starts[s].key
-	l := sort.Search(len(byKey), func(x int) bool { return c.launchKey(byKey[x]) >= lk })
-	if l < len(byKey) && c.launchKey(byKey[l]) == lk {
-		return byKey[l]
+	lk := starts.at(s).key
+	n := c.launches.len()
+	l := int32(sort.Search(n, func(x int) bool { return c.launches.at(int32(x)).key >= lk }))
+	if int(l) < n && c.launches.at(l).key == lk {
+		return l
 	}
 	return -1
-}
-
-func (c *collector) launchKey(i int32) uint64 {
-	l := c.launches.at(i)
-	return posKey(l.pid, l.tid, l.ts)
-}
-
-func (c *collector) sortedLaunchesByKey() []int32 {
-	idx := make([]int32, c.launches.len())
-	keys := make([]uint64, len(idx))
-	for i := range idx {
-		idx[i] = int32(i)
-		keys[i] = c.launchKey(int32(i))
-	}
-	sort.Sort(keyOrder{idx, keys})
-	return idx
-}
-
-// keyOrder sorts launch indices by their precomputed keys.
-type keyOrder struct {
-	idx  []int32
-	keys []uint64
-}
-
-func (o keyOrder) Len() int           { return len(o.idx) }
-func (o keyOrder) Less(i, j int) bool { return o.keys[o.idx[i]] < o.keys[o.idx[j]] }
-func (o keyOrder) Swap(i, j int)      { o.idx[i], o.idx[j] = o.idx[j], o.idx[i] }
-
-// sortedFlows copies the flow ends out of b, sorted by id (byID) or by position key.
-func sortedFlows(b *blocks[flow], byID bool) []flow {
-	out := make([]flow, 0, b.len())
-	for _, blk := range b.b {
-		out = append(out, blk...)
-	}
-	if byID {
-		slices.SortFunc(out, func(x, y flow) int { return cmp.Compare(x.id, y.id) })
-	} else {
-		slices.SortFunc(out, func(x, y flow) int { return cmp.Compare(x.key, y.key) })
-	}
-	return out
 }
 
 // buildSteps orders the iteration ranges into steps: the CPU ranges by start (each paired
@@ -125,6 +89,7 @@ func (c *collector) buildSteps() []step {
 	}
 	slices.SortStableFunc(c.cpuRanges, byStart)
 	slices.SortStableFunc(c.gpuRanges, byStart)
+	c.gpuRanges = mergeGPURanges(c.gpuRanges)
 	steps := make([]step, 0, max(len(c.cpuRanges), len(c.gpuRanges)))
 	if len(c.cpuRanges) == 0 {
 		for i := range c.gpuRanges {
@@ -150,6 +115,23 @@ func (c *collector) buildSteps() []step {
 		steps = append(steps, st)
 	}
 	return steps
+}
+
+// mergeGPURanges merges the GPU ranges (sorted by start) of one step: Kineto writes a
+// gpu_user_annotation per stream, so ranges of the same name on the same device that
+// overlap are one step's.
+func mergeGPURanges(rs []annotation) []annotation {
+	out := rs[:0]
+	last := map[string]int{} // name → index in out of its latest range
+	for _, r := range rs {
+		if i, ok := last[r.step.name]; ok && out[i].pid == r.pid && r.start <= out[i].end {
+			out[i].end = max(out[i].end, r.end)
+			continue
+		}
+		last[r.step.name] = len(out)
+		out = append(out, r)
+	}
+	return out
 }
 
 // thread is the host ranges of one (pid, tid), sorted by start, with the running maximum
@@ -183,7 +165,7 @@ func (c *collector) assignSteps(steps []step) {
 	for li := range int32(c.launches.len()) {
 		l := c.launches.at(li)
 		l.step = stepOutside
-		t := threads[[2]int64{l.pid, l.tid}]
+		t := threads[c.threadList[l.thread]]
 		if t == nil {
 			continue
 		}
@@ -204,12 +186,12 @@ func (c *collector) assignSteps(steps []step) {
 // gpuRangeStep returns the step whose GPU range holds activity a (on the range's device),
 // for traces with GPU ranges only; -1 when none or several do. GPU ranges of one device do
 // not nest, so only the last two ranges starting at or before a are looked at.
-func gpuRangeStep(steps []step, a *activity) int32 {
+func gpuRangeStep(steps []step, a *activity, pid int64) int32 {
 	j := sort.Search(len(steps), func(x int) bool { return steps[x].host.start > a.start }) - 1
 	found := int32(-1)
 	for k := j; k >= 0 && k >= j-1; k-- {
 		h := steps[k].host
-		if a.start >= h.start && a.end <= h.end && h.pid == a.pid {
+		if a.start >= h.start && a.end <= h.end && h.pid == pid {
 			if found >= 0 {
 				return -1
 			}

@@ -20,13 +20,13 @@ const (
 	flagGraph                   // a CUDA-graph launch (cudaGraphLaunch, cuGraphLaunch)
 )
 
-// activity is one GPU activity (kernel, memcpy, memset), 56 bytes. Times are ns relative
-// to baseTimeNanoseconds; pid/tid are the event's (device and stream on the GPU rows), the
-// key of its flow end.
+// activity is one GPU activity (kernel, memcpy, memset), 48 bytes. Times are ns relative
+// to baseTimeNanoseconds; thread indexes the event's (pid, tid) (device and stream on the
+// GPU rows), the position its flow end is bound to.
 type activity struct {
 	start, end     int64
 	corr           int64
-	pid, tid       int64
+	thread         int32
 	name           uint32
 	device, stream int32
 	launch         int32 // index in collector.launches, -1 when none was found
@@ -34,14 +34,16 @@ type activity struct {
 	scope          uint8 // scopeNone, scopeFlow, scopeCorrelation
 }
 
-// launch is one CPU runtime or driver call (cuda_runtime, cuda_driver), 48 bytes.
+// launch is one CPU runtime or driver call (cuda_runtime, cuda_driver), 40 bytes: its
+// start, correlation, position key (posKey of its pid, tid, ts) and (pid, tid) index.
 type launch struct {
-	ts, dur  int64
-	corr     int64
-	pid, tid int64
-	name     uint32
-	step     int32 // index in collector.steps; stepNone, stepAmbiguous or stepOutside
-	flags    uint8
+	ts     int64
+	corr   int64
+	key    uint64
+	thread int32
+	name   uint32
+	step   int32 // index in the steps; stepUnset, stepAmbiguous or stepOutside
+	flags  uint8
 }
 
 const (
@@ -76,11 +78,31 @@ type collector struct {
 	gpuRanges   []annotation
 	names       map[string]uint32
 	nameList    []string
+	threads     map[[2]int64]int32
+	threadList  [][2]int64
 	skippedNoTS int64
 }
 
 func newCollector() *collector {
-	return &collector{names: map[string]uint32{}}
+	return &collector{names: map[string]uint32{}, threads: map[[2]int64]int32{}}
+}
+
+// thread returns the index of a (pid, tid) pair, adding it when new.
+func (c *collector) thread(pid, tid int64) int32 {
+	k := [2]int64{pid, tid}
+	if i, ok := c.threads[k]; ok {
+		return i
+	}
+	i := int32(len(c.threadList))
+	c.threads[k] = i
+	c.threadList = append(c.threadList, k)
+	return i
+}
+
+// posOf is the position key of an event on thread th at ts.
+func (c *collector) posOf(th int32, ts int64) uint64 {
+	t := c.threadList[th]
+	return posKey(t[0], t[1], ts)
 }
 
 var (
@@ -124,7 +146,7 @@ func (c *collector) addComplete(ev *event) {
 	dur := max(ev.dur, 0)
 	switch {
 	case bytes.Equal(ev.cat, catKernel), bytes.Equal(ev.cat, catMemcpy), bytes.Equal(ev.cat, catMemset):
-		a := activity{start: ev.ts, end: ev.ts + dur, corr: ev.corr, pid: ev.pid, tid: ev.tid,
+		a := activity{start: ev.ts, end: ev.ts + dur, corr: ev.corr, thread: c.thread(ev.pid, ev.tid),
 			device: int32(ev.pid), stream: int32(ev.tid), launch: -1}
 		if ev.has&hasDevice != 0 {
 			a.device = int32(ev.device)
@@ -149,7 +171,7 @@ func (c *collector) addComplete(ev *event) {
 		a.name = c.intern(ev.name, ev.nameEsc)
 		c.acts.add(a)
 	case bytes.Equal(ev.cat, catRuntime), bytes.Equal(ev.cat, catDriver):
-		l := launch{ts: ev.ts, dur: dur, corr: ev.corr, pid: ev.pid, tid: ev.tid, step: stepUnset}
+		l := launch{ts: ev.ts, corr: ev.corr, key: posKey(ev.pid, ev.tid, ev.ts), thread: c.thread(ev.pid, ev.tid), step: stepUnset}
 		if ev.has&hasCorr != 0 {
 			l.flags |= flagCorr
 		}
@@ -234,3 +256,31 @@ func (c *blocks[T]) add(v T) {
 func (c *blocks[T]) at(i int32) *T { return &c.b[i>>blockShift][i&(1<<blockShift-1)] }
 
 func (c *blocks[T]) len() int { return c.n }
+
+// blockSort sorts a blocks list in place by less.
+type blockSort[T any] struct {
+	b    *blocks[T]
+	less func(x, y *T) bool
+}
+
+func (s blockSort[T]) Len() int           { return s.b.n }
+func (s blockSort[T]) Less(i, j int) bool { return s.less(s.b.at(int32(i)), s.b.at(int32(j))) }
+func (s blockSort[T]) Swap(i, j int) {
+	x, y := s.b.at(int32(i)), s.b.at(int32(j))
+	*x, *y = *y, *x
+}
+
+// bitset is a set of small non-negative integers.
+type bitset []uint64
+
+func newBitset(n int) bitset { return make(bitset, (n+63)/64) }
+
+// add adds i and reports whether it was new.
+func (b bitset) add(i int32) bool {
+	w, m := i>>6, uint64(1)<<(i&63)
+	if b[w]&m != 0 {
+		return false
+	}
+	b[w] |= m
+	return true
+}

@@ -25,6 +25,7 @@ type fileResult struct {
 	reasons  map[string]int64
 	launches int64 // launches with GPU activities
 	graphs   int64
+	iterRefs []artifact.IterationRef // built on first use
 }
 
 // attribute links the collected events: launches, steps, every activity's step.
@@ -36,7 +37,7 @@ func (r *fileResult) attribute() {
 	c.assignSteps(r.steps)
 	r.actStep = make([]int32, c.acts.len())
 	r.reasons = map[string]int64{}
-	used := map[int32]bool{}
+	used := newBitset(c.launches.len())
 	for i := range int32(c.acts.len()) {
 		a := c.acts.at(i)
 		s := stepOf(a, c, r.steps, r.gpuOnly)
@@ -46,8 +47,7 @@ func (r *fileResult) attribute() {
 		} else {
 			r.reasons[reasonOf(s)]++
 		}
-		if a.launch >= 0 && !used[a.launch] {
-			used[a.launch] = true
+		if a.launch >= 0 && used.add(a.launch) {
 			r.launches++
 			if c.launches.at(a.launch).flags&flagGraph != 0 {
 				r.graphs++
@@ -71,7 +71,7 @@ func (r *fileResult) iterations(emit func(artifact.Record) error) error {
 			StartNS: r.ns(s.host.start), EndNS: r.ns(s.host.end),
 			ContextRequests: count(sn.nc), ContextTokens: count(sn.nct),
 			GenRequests: count(sn.ng), GenTokens: count(sn.ngt),
-			Launches: st.launches, GraphLaunches: st.graphLaunches, Activities: st.activities,
+			Launches: st.launches, GraphLaunches: st.graphLaunches, Activities: st.activities, Kernels: st.kernels,
 			GPUBusyNS: st.busy, SummedDurationNS: st.summed,
 			IdleHostWaitNS: st.hostWait, IdleKernelWaitNS: st.kernelWait, IdleOtherNS: st.other,
 			MemcpyNS: st.memcpy, CommunicationNS: st.comm,
@@ -94,6 +94,17 @@ func (r *fileResult) iterations(emit func(artifact.Record) error) error {
 }
 
 func (r *fileResult) iterationRef(i int32) artifact.IterationRef {
+	if r.iterRefs == nil {
+		r.iterRefs = make([]artifact.IterationRef, len(r.steps))
+	}
+	if r.iterRefs[i].ProducerID != "" || r.iterRefs[i].ID != "" {
+		return r.iterRefs[i]
+	}
+	r.iterRefs[i] = r.makeIterationRef(i)
+	return r.iterRefs[i]
+}
+
+func (r *fileResult) makeIterationRef(i int32) artifact.IterationRef {
 	sn := r.steps[i].host.step
 	id := sn.id
 	if id == "" {
@@ -147,49 +158,79 @@ func (r *fileResult) activityRefs(kernelDetail bool, emit func(artifact.Record) 
 	return nil
 }
 
+// refBox is an activity ref with the values its pointer fields point at, so that a
+// record costs one allocation.
+type refBox struct {
+	ref                      artifact.ActivityRef
+	device, stream, cuda, rt int64
+	name, launchName, reason string
+	iter                     artifact.IterationRef
+	ivs                      [1][2]int64
+}
+
 // activityRef builds the record of one group of activities (sorted by start).
 func (r *fileResult) activityRef(g []int32, kernelDetail bool) *artifact.ActivityRef {
 	c := r.c
 	first := c.acts.at(g[0])
-	ref := &artifact.ActivityRef{
+	box := &refBox{device: int64(first.device), stream: int64(first.stream)}
+	ref := &box.ref
+	*ref = artifact.ActivityRef{
 		Context: r.ctx, ActivityKind: kindNames[first.kind], ActivityDomain: "gpu",
 		CorrelationScope: scopeNames[first.scope], TraceAttachmentID: r.attach,
-		DeviceID: artifact.Ptr(int64(first.device)), StreamID: artifact.Ptr(int64(first.stream)),
-		StartNS: r.ns(first.start),
+		DeviceID: &box.device, StreamID: &box.stream, StartNS: r.ns(first.start),
 	}
 	if first.flags&flagCorr != 0 {
-		ref.CUDACorrelationID = artifact.Ptr(first.corr)
+		box.cuda = first.corr
+		ref.CUDACorrelationID = &box.cuda
 	}
+	ref.ActivityRef = r.refID(g[0], first, kernelDetail)
 	if kernelDetail {
-		ref.ActivityRef = r.attach + "/activity/" + strconv.Itoa(int(g[0]))
-		ref.Metadata.Name = artifact.Ptr(c.nameList[first.name])
-	} else if first.launch >= 0 {
-		ref.ActivityRef = r.attach + "/launch/" + strconv.Itoa(int(first.launch)) + "/" +
-			strconv.Itoa(int(first.device)) + "/" + kindNames[first.kind]
-		if s := r.actStep[g[0]]; r.gpuOnly && s >= 0 {
-			ref.ActivityRef += "/step/" + strconv.Itoa(int(s))
-		}
-	} else {
-		ref.ActivityRef = r.attach + "/activity/" + strconv.Itoa(int(g[0]))
+		box.name = c.nameList[first.name]
+		ref.Metadata.Name = &box.name
 	}
 	ref.EventID = ref.ActivityRef
 	if first.launch >= 0 {
 		l := c.launches.at(first.launch)
-		ref.Metadata.LaunchName = artifact.Ptr(c.nameList[l.name])
+		box.launchName = c.nameList[l.name]
+		ref.Metadata.LaunchName = &box.launchName
 		if l.flags&flagCorr != 0 {
-			ref.RuntimeCorrelationID = artifact.Ptr(l.corr)
+			box.rt = l.corr
+			ref.RuntimeCorrelationID = &box.rt
 		}
 	}
 	if s := r.actStep[g[0]]; s >= 0 {
 		ref.AttributionStatus = artifact.AttributionLinked
-		ref.IterationRef = artifact.Ptr(r.iterationRef(s))
+		box.iter = r.iterationRef(s)
+		ref.IterationRef = &box.iter
 	} else {
 		ref.AttributionStatus = artifact.AttributionUnresolved
-		ref.Metadata.UnresolvedReason = artifact.Ptr(reasonOf(s))
+		box.reason = reasonOf(s)
+		ref.Metadata.UnresolvedReason = &box.reason
 	}
+	r.intervals(ref, g, box.ivs[:0])
+	return ref
+}
+
+// refID names an activity ref: by launch, device and kind in launch detail (and step, for
+// steps from GPU ranges), by activity index otherwise.
+func (r *fileResult) refID(i int32, a *activity, kernelDetail bool) string {
+	if kernelDetail || a.launch < 0 {
+		return r.attach + "/activity/" + strconv.Itoa(int(i))
+	}
+	id := r.attach + "/launch/" + strconv.Itoa(int(a.launch)) + "/" + strconv.Itoa(int(a.device)) + "/" + kindNames[a.kind]
+	if s := r.actStep[i]; r.gpuOnly && s >= 0 {
+		id += "/step/" + strconv.Itoa(int(s))
+	}
+	return id
+}
+
+// intervals fills the ref's busy intervals, busy and summed time, activity count, stream
+// (null when several) and end from its activities.
+func (r *fileResult) intervals(ref *artifact.ActivityRef, g []int32, ivs [][2]int64) {
+	c := r.c
+	first := c.acts.at(g[0])
 	var u union
 	end := first.end
-	ivs := make([][2]int64, 0, 1)
 	for _, ai := range g {
 		a := c.acts.at(ai)
 		if ref.StreamID != nil && int64(a.stream) != *ref.StreamID {
@@ -206,5 +247,4 @@ func (r *fileResult) activityRef(g []int32, kernelDetail bool) *artifact.Activit
 	ref.EndNS = r.ns(end)
 	ref.Metadata.Intervals = ivs
 	ref.Metadata.BusyNS = u.sum()
-	return ref
 }

@@ -103,7 +103,7 @@ func (o *Options) defaults() {
 // bytes) and hands its records to emit: the Iteration records, the ActivityRef records,
 // then one Capabilities record (component ComponentTraceKineto) with the Summary. Nothing
 // is emitted until the whole file has parsed, so a malformed file adds nothing. The
-// memory it holds is the read buffer plus ~170 bytes per GPU activity and CPU launch (the
+// memory it holds is the read buffer plus about 90 bytes per GPU activity and 45 per CPU launch (the
 // events are unsorted: attribution needs them all), never the file's other bytes.
 // Errors: the file cannot be read (wrapping the os error), *SyntaxError naming the
 // decompressed byte offset, ErrDecompressedLimit, ctx's error, or emit's error as is.

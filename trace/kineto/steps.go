@@ -33,7 +33,7 @@ func reasonOf(code int32) string {
 // the step is its launch's; with GPU ranges only, the range holding it on its device.
 func stepOf(a *activity, c *collector, steps []step, gpuOnly bool) int32 {
 	if gpuOnly {
-		if s := gpuRangeStep(steps, a); s >= 0 {
+		if s := gpuRangeStep(steps, a, c.threadList[a.thread][0]); s >= 0 {
 			return s
 		}
 		if a.launch < 0 {
@@ -57,6 +57,7 @@ func stepOf(a *activity, c *collector, steps []step, gpuOnly bool) int32 {
 // stepStats is what one step's GPU activities add up to (see artifact.Iteration).
 type stepStats struct {
 	launches, graphLaunches, activities int64
+	kernels                             int64
 	busy, summed, spanStart, spanEnd    int64
 	hostWait, kernelWait, other         int64
 	memcpy, comm                        int64
@@ -120,13 +121,26 @@ func computeSteps(c *collector, nSteps int, actStep []int32) []stepStats {
 	return out
 }
 
+// streamEnd is the end of the last activity seen on one stream of a step.
+type streamEnd struct {
+	device, stream int32
+	end            int64
+}
+
 // stepStats adds up one step's activities (sorted by start). seen records the launches met.
+// Idle gaps are split per stream (Holistic Trace Analysis's idle breakdown): the gap
+// before an activity on its stream is host-wait when its launch began after the stream's
+// previous activity ended, else kernel-wait under KernelWaitNS, else other.
 func (c *collector) stepStats(acts []int32, seen map[int32]bool) stepStats {
 	var st stepStats
 	var all, mem, comm union
+	var ends []streamEnd
 	for _, ai := range acts {
 		a := c.acts.at(ai)
 		st.activities++
+		if a.kind == kindKernel {
+			st.kernels++
+		}
 		st.summed += a.end - a.start
 		firstOfLaunch := false
 		var l *launch
@@ -142,23 +156,13 @@ func (c *collector) stepStats(acts []int32, seen map[int32]bool) stepStats {
 			}
 		}
 		if st.activities == 1 {
-			st.spanStart = a.start
+			st.spanStart, st.spanEnd = a.start, a.end
 		}
 		st.spanEnd = max(st.spanEnd, a.end)
-		prevEnd := all.end
-		if gap := all.add(a.start, a.end); gap > 0 {
-			// A graph replay's later kernels are not judged by the launch time: one
-			// cudaGraphLaunch covers them all.
-			judgeLaunch := l != nil && (l.flags&flagGraph == 0 || firstOfLaunch)
-			switch {
-			case judgeLaunch && l.ts >= prevEnd:
-				st.hostWait += gap
-			case gap < KernelWaitNS:
-				st.kernelWait += gap
-			default:
-				st.other += gap
-			}
-		}
+		all.add(a.start, a.end)
+		// A graph replay's later kernels are not judged by the launch time: one
+		// cudaGraphLaunch covers them all.
+		st.splitGap(&ends, a, l != nil && (l.flags&flagGraph == 0 || firstOfLaunch), l)
 		switch {
 		case a.kind == kindMemcpy || a.kind == kindMemset:
 			mem.add(a.start, a.end)
@@ -168,4 +172,30 @@ func (c *collector) stepStats(acts []int32, seen map[int32]bool) stepStats {
 	}
 	st.busy, st.memcpy, st.comm = all.sum(), mem.sum(), comm.sum()
 	return st
+}
+
+// splitGap classifies the idle gap before a on its stream and moves the stream's end.
+func (st *stepStats) splitGap(ends *[]streamEnd, a *activity, judgeLaunch bool, l *launch) {
+	var e *streamEnd
+	for i := range *ends {
+		if (*ends)[i].device == a.device && (*ends)[i].stream == a.stream {
+			e = &(*ends)[i]
+			break
+		}
+	}
+	if e == nil {
+		*ends = append(*ends, streamEnd{a.device, a.stream, a.end})
+		return
+	}
+	if gap := a.start - e.end; gap > 0 {
+		switch {
+		case judgeLaunch && l.ts > e.end:
+			st.hostWait += gap
+		case gap < KernelWaitNS:
+			st.kernelWait += gap
+		default:
+			st.other += gap
+		}
+	}
+	e.end = max(e.end, a.end)
 }

@@ -11,13 +11,18 @@ import (
 // streams; the figures below are worked out by hand from the intervals:
 //
 //	corr 1 stream 7 [100, 300) µs, corr 2 stream 8 [200, 400): union [100, 400) = 300 µs
-//	corr 3 memcpy [410, 420): gap 10 µs, launched at 30 µs (before 400): kernel-wait
-//	corr 4 NCCL [520, 600): gap 100 µs, launched at 500 µs (after 420): host-wait
-//	corr 5 [650, 700): gap 50 µs, launched at 40 µs: other (≥ 30 µs)
-//	corr 6 [710, 720): gap 10 µs: kernel-wait
+//	corr 3 memcpy stream 7 [410, 420), launched at 30 µs
+//	corr 4 NCCL stream 8 [520, 600), launched at 500 µs
+//	corr 5 stream 7 [650, 700), launched at 40 µs; corr 6 stream 7 [710, 720)
 //
 // busy = 300+10+80+50+10 = 450 µs, summed = 200+200+10+80+50+10 = 550 µs, span 620 µs,
-// idle 170 µs = host 100 + kernel 20 + other 50; memcpy 10 µs, communication 80 µs.
+// idle 170 µs; memcpy 10 µs, communication 80 µs. Idle split per stream:
+//
+//	stream 7: 300→410 = 110 µs, corr 3 launched at 30 (before 300): other;
+//	          420→650 = 230 µs, launched at 40: other; 700→710 = 10 µs: kernel-wait
+//	stream 8: 400→520 = 120 µs, corr 4 launched at 500 (after 400): host-wait
+//
+// host 120, kernel 10, other 340 (470 µs in all: the streams' gaps overlap).
 func twoSteps() *traceBuilder {
 	b := newTrace()
 	b.step("execute_context_2(300)_generation_5(5)", 0, 1_000_000, 90_000, 900_000)
@@ -46,8 +51,8 @@ func TestStepFiguresUnionNotSum(t *testing.T) {
 		StartNS: base0, EndNS: base0 + 1_000_000, GPUStartNS: artifact.Ptr(base0 + 90_000), GPUEndNS: artifact.Ptr(base0 + 900_000),
 		ContextRequests: artifact.Ptr(int64(2)), ContextTokens: artifact.Ptr(int64(300)),
 		GenRequests: artifact.Ptr(int64(5)), GenTokens: artifact.Ptr(int64(5)),
-		Launches: 6, Activities: 6, GPUBusyNS: 450_000, SummedDurationNS: 550_000, KernelSpanNS: 620_000,
-		IdleNS: 170_000, IdleHostWaitNS: 100_000, IdleKernelWaitNS: 20_000, IdleOtherNS: 50_000,
+		Launches: 6, Activities: 6, Kernels: 5, GPUBusyNS: 450_000, SummedDurationNS: 550_000, KernelSpanNS: 620_000,
+		IdleNS: 170_000, IdleHostWaitNS: 120_000, IdleKernelWaitNS: 10_000, IdleOtherNS: 340_000,
 		MemcpyNS: 10_000, CommunicationNS: 80_000,
 	}
 	if !reflect.DeepEqual(*it, want) {
@@ -100,7 +105,7 @@ func TestGraphLaunch(t *testing.T) {
 	}
 	im := mustImport(t, b, Options{})
 	it := im.its[0]
-	if it.Launches != 2 || it.GraphLaunches != 1 || it.Activities != 5 || it.IdleHostWaitNS != 50_000 ||
+	if it.Launches != 2 || it.GraphLaunches != 1 || it.Activities != 5 || it.Kernels != 5 || it.IdleHostWaitNS != 50_000 ||
 		it.IdleOtherNS != 50_000 || it.IdleKernelWaitNS != 10_000 || it.GPUBusyNS != 310_000 || it.GPUStartNS != nil {
 		t.Errorf("step %+v", *it)
 	}
@@ -201,12 +206,15 @@ func TestUnannotated(t *testing.T) {
 // steps from the GPU ranges and ties activities by the GPU time they ran in.
 func TestGPUOnlyRanges(t *testing.T) {
 	b := newTrace()
-	b.events = append(b.events, `{"ph":"X","cat":"gpu_user_annotation","name":"step[DECODE bs=64]","pid":0,"tid":7,"ts":100.000,"dur":100.000}`)
+	// One annotation per stream, as Kineto writes them: one step [90, 200) µs.
+	b.events = append(b.events, `{"ph":"X","cat":"gpu_user_annotation","name":"step[DECODE bs=64]","pid":0,"tid":7,"ts":100.000,"dur":100.000}`,
+		`{"ph":"X","cat":"gpu_user_annotation","name":"step[DECODE bs=64]","pid":0,"tid":8,"ts":90.000,"dur":60.000}`)
 	b.kernel("a", 7, 1, 10_000, 120_000, 10_000)
 	b.kernel("b", 7, 2, 10_000, 250_000, 10_000)
 	im := mustImport(t, b, Options{})
 	if len(im.its) != 1 || im.its[0].Source != artifact.IterationSGLang || *im.its[0].GenRequests != 64 ||
-		im.its[0].GenTokens != nil || im.its[0].ContextRequests != nil || im.its[0].GPUBusyNS != 10_000 {
+		im.its[0].GenTokens != nil || im.its[0].ContextRequests != nil || im.its[0].GPUBusyNS != 10_000 ||
+		*im.its[0].GPUStartNS != base0+90_000 || *im.its[0].GPUEndNS != base0+200_000 {
 		t.Fatalf("%+v", im.its)
 	}
 	if r := im.refByCorr(t, 1); r.AttributionStatus != artifact.AttributionLinked {
