@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,6 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/join"
+	"github.com/inferprobe/inferprobe/trace"
 	"github.com/inferprobe/inferprobe/trace/kineto"
 )
 
@@ -135,6 +138,7 @@ type artifactView struct {
 	capabilities     []artifact.Capabilities
 	alignmentDomains []string // from_clock_domain of each clock alignment
 	telemetryDomains map[string]bool
+	windowDomains    map[string]bool // trace.ServerClockDomain of each trace window's control URL
 	truncated        *artifact.Truncation
 }
 
@@ -147,7 +151,7 @@ func scanArtifact(ctx context.Context, path string) (*artifactView, error) {
 		return nil, fmt.Errorf("%w: %w", artifact.ErrInvalidArtifact, err)
 	}
 	defer f.Close()
-	v := &artifactView{path: path, telemetryDomains: map[string]bool{}}
+	v := &artifactView{path: path, telemetryDomains: map[string]bool{}, windowDomains: map[string]bool{}}
 	st, err := artifact.Read(f, func(l artifact.Line) error {
 		if l.Line%4096 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -169,6 +173,15 @@ func scanArtifact(ctx context.Context, path string) (*artifactView, error) {
 			v.alignmentDomains = append(v.alignmentDomains, r.FromClockDomain)
 		case *artifact.TelemetrySample:
 			v.telemetryDomains[r.ClockDomain] = true
+		case *artifact.Raw:
+			if r.Kind.EventType == artifact.EventTraceWindow && v.header != nil {
+				var w struct {
+					ControlURL string `json:"control_url"`
+				}
+				if json.Unmarshal(r.JSON, &w) == nil && w.ControlURL != "" {
+					v.windowDomains[trace.ServerClockDomain(w.ControlURL, join.ClientDomain(v.header))] = true
+				}
+			}
 		}
 		return nil
 	})
@@ -214,8 +227,9 @@ func (f *importTraceFlags) options(a *artifactView) (kineto.Options, error) {
 }
 
 // serverClockDomain is the artifact's one server clock domain: the from_clock_domain all
-// its clock alignments share, else the one clock domain of its telemetry samples, else
-// defaultServerClockDomain.
+// its clock alignments share, else the one clock domain of its telemetry samples, else the
+// one domain of its trace windows' profiler (the client's own for a loopback control URL, as
+// profile's own import decides), else defaultServerClockDomain.
 func serverClockDomain(a *artifactView) string {
 	if n := len(a.alignmentDomains); n > 0 {
 		same := true
@@ -228,6 +242,11 @@ func serverClockDomain(a *artifactView) string {
 	}
 	if len(a.telemetryDomains) == 1 {
 		for d := range a.telemetryDomains {
+			return d
+		}
+	}
+	if len(a.windowDomains) == 1 {
+		for d := range a.windowDomains {
 			return d
 		}
 	}

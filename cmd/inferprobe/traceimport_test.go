@@ -162,3 +162,42 @@ func mustFloat(s string) float64 {
 	}
 	return v
 }
+
+// TestImportTraceAfterProfile: a run that only listed its traces (--trace-no-import), then
+// import-trace on its artifact: the steps are on the client's clock (the profiler's control
+// URL is loopback) and analyze prints the gpu line; a second import is skipped.
+func TestImportTraceAfterProfile(t *testing.T) {
+	shortTraceSettle(t)
+	dir := t.TempDir()
+	srv := startSim(t, func(c *sim.Config) { c.ProfilerDir = dir })
+	out := filepath.Join(t.TempDir(), "a.jsonl")
+	if code, stdout, stderr := runCLI(t, "profile", "--base-url", srv.URL()+"/v1", "--model", sim.DefaultConfig().Model, "--output", out,
+		"--concurrency", "2", "--requests", "6", "--input-tokens", "32", "--output-tokens", "4",
+		"--trace", "vllm-torch", "--trace-dir", dir, "--trace-no-import"); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	var files []string
+	for _, l := range readLines(t, out) {
+		if l["event_type"] == "infer.iteration" {
+			t.Fatal("--trace-no-import imported")
+		}
+		if l["event_type"] == "infer.trace_window" {
+			for _, f := range l["trace_files"].([]any) {
+				files = append(files, f.(map[string]any)["path"].(string))
+			}
+		}
+	}
+	if len(files) != 1 {
+		t.Fatalf("files %v", files)
+	}
+	if code, stdout, stderr := runCLI(t, append([]string{"import-trace", out}, files...)...); code != 0 {
+		t.Fatalf("import exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, stdout, _ := runCLI(t, "analyze", out)
+	if code != 0 || !strings.Contains(stdout, "  gpu: ") || !strings.Contains(stdout, "steps on rank 0 over") {
+		t.Fatalf("analyze exit %d:\n%s", code, stdout)
+	}
+	if code, stdout, _ := runCLI(t, append([]string{"import-trace", out}, files...)...); code != 0 || !strings.Contains(stdout, "already imported") {
+		t.Fatalf("re-import exit %d:\n%s", code, stdout)
+	}
+}
