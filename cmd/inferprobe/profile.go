@@ -41,6 +41,7 @@ type profileFlags struct {
 	sloFile                                            string
 	telemetry                                          telemetryFlags
 	trace                                              traceFlags
+	shard                                              shardFlags // profile only (not search)
 	systemSampler                                      string
 	sampleInterval                                     float64
 }
@@ -61,6 +62,9 @@ not empty included), or an --output another run is writing (it holds a lock on t
 at the end.`,
 		Args: noArgsOptionalValueHint,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := pf.shard.apply(cmd, &pf.w); err != nil {
+				return err
+			}
 			cfg, tok, tokName, err := pf.config(cmd)
 			if err != nil {
 				return err
@@ -76,6 +80,9 @@ at the end.`,
 				return err
 			}
 			spec.Output = pf.output
+			if pf.shard.strip(cfg, &spec) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "Warning: shard %d of %d collects no server telemetry (shard 0 does; --shard-telemetry to collect it here too)\n", cfg.Shard, cfg.Shards)
+			}
 			if cmd.Flags().Changed("tables") {
 				if err := checkTablesDir("--tables", pf.tables, false); err != nil {
 					return err
@@ -87,6 +94,7 @@ at the end.`,
 		},
 	}
 	pf.register(cmd)
+	pf.shard.register(cmd)
 	return cmd
 }
 
