@@ -33,6 +33,9 @@ type Input struct {
 	// infer.request and infer.phase_window records are in none of the fields above, nor
 	// counted in RequestRecords. Empty when there are none.
 	Ignored []IgnoredRecords
+	// Shards holds each shard's self-audit when the Input merges a sharded run's artifacts
+	// (MergeShards); nil otherwise.
+	Shards []ShardAudit
 }
 
 // NewInput prepares a loaded artifact for analysis: it groups the measured requests of
