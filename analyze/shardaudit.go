@@ -10,11 +10,6 @@ import (
 	"github.com/inferprobe/inferprobe/artifact"
 )
 
-// ShardClockMethod is the metadata "method" of the infer.clock_alignment record a shard
-// writes after its offset probes against the coordinator (from the shard's clock domain to
-// the coordinator's).
-const ShardClockMethod = "shard_coordinator_min_rtt"
-
 // ShardClockBoundNS is the clock uncertainty a merged report accepts without a warning: 1 ms
 // (the order of the schedule-kept dispatch-lag bound). Beyond it, intended times of two shards
 // cannot be compared to better than their uncertainties.
@@ -104,7 +99,7 @@ func auditShards(shards []*Input) []ShardAudit {
 			au.DispatchLagP50MS, au.DispatchLagP99MS, au.DispatchLagMaxMS = &p50, &p99, &lags[len(lags)-1]
 		}
 		for _, c := range a.ClockAlignments {
-			if m, _ := c.Metadata["method"].(string); m == ShardClockMethod {
+			if m, _ := c.Metadata["method"].(string); m == artifact.ClockMethodShardCoordinator {
 				au.ClockOffsetNS, au.ClockUncertaintyNS = artifact.Ptr(c.OffsetNS), artifact.Ptr(c.UncertaintyNS)
 			}
 		}

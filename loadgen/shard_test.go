@@ -235,3 +235,26 @@ func TestShardsUnionIsTheSingleHostSchedule(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseShardIndex: any text gives an index within 0..shards−1 or a usage error, never a
+// panic; an accepted text is the decimal spelling of the index (spaces around it allowed).
+func FuzzParseShardIndex(f *testing.F) {
+	for _, s := range []string{"0", "3", "-1", "4", "1.5", " 2 ", "", "99999999999999999999", "+1"} {
+		f.Add(s, 4)
+	}
+	f.Fuzz(func(t *testing.T, s string, shards int) {
+		if shards < 1 || shards > MaxShards {
+			return
+		}
+		k, err := ParseShardIndex(s, "--shard", shards)
+		if err != nil {
+			if !IsUsage(err) {
+				t.Fatalf("%q: %v is not a usage error", s, err)
+			}
+			return
+		}
+		if k < 0 || k >= shards {
+			t.Fatalf("%q accepted as %d of %d", s, k, shards)
+		}
+	})
+}

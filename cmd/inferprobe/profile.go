@@ -80,6 +80,7 @@ at the end.`,
 				return err
 			}
 			spec.Output = pf.output
+			pf.shard.gate(cfg, &spec)
 			if pf.shard.strip(cfg, &spec) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "Warning: shard %d of %d collects no server telemetry (shard 0 does; --shard-telemetry to collect it here too)\n", cfg.Shard, cfg.Shards)
 			}

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"net/url"
 	"os"
+
+	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/shard"
 
 	"github.com/inferprobe/inferprobe/loadgen"
 	"github.com/inferprobe/inferprobe/run"
@@ -11,16 +15,18 @@ import (
 // shardFlags are profile's sharding flags: --shards N, --shard K (default: the
 // JOB_COMPLETION_INDEX variable a Kubernetes Indexed Job sets) and --shard-telemetry.
 type shardFlags struct {
-	shards    int
-	shard     string
-	telemetry bool
-	getenv    func(string) string // os.Getenv; tests replace it
+	shards      int
+	shard       string
+	telemetry   bool
+	coordinator string
+	getenv      func(string) string // os.Getenv; tests replace it
 }
 
 func (sf *shardFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.IntVar(&sf.shards, "shards", 1, "load-generator shards of this run (each sends its slice of one schedule; --run-id is then required)")
 	f.StringVar(&sf.shard, "shard", "", "this shard's index 0..N-1 (default $"+loadgen.ShardIndexEnv+", as a Kubernetes Indexed Job sets it)")
+	f.StringVar(&sf.coordinator, "coordinator", "", "with --shards > 1: the coordinator's URL (inferprobe coordinate); the shards then start together at the time it announces")
 	f.BoolVar(&sf.telemetry, "shard-telemetry", false, "with --shards > 1: collect server telemetry (--vllm-metrics, spans, --trace) on this shard even when it is not shard 0")
 }
 
@@ -58,7 +64,25 @@ func (sf *shardFlags) apply(cmd *cobra.Command, w *loadgen.Workload) error {
 	if sf.shards > 1 {
 		w.Shards, w.Shard = sf.shards, k
 	}
+	if sf.coordinator != "" {
+		u, err := url.Parse(sf.coordinator)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usageErrorf("--coordinator must be an http or https URL, not %q", artifact.EchoURL(sf.coordinator))
+		}
+		if sf.shards < 2 {
+			return usageErrorf("--coordinator needs --shards of at least 2")
+		}
+	}
 	return nil
+}
+
+// gate sets spec's start gate when --coordinator was given.
+func (sf *shardFlags) gate(cfg *loadgen.Config, spec *run.Spec) {
+	if sf.coordinator == "" || !cfg.Sharded() {
+		return
+	}
+	g := &shard.Gate{Client: &shard.Client{Base: sf.coordinator}, Shard: cfg.Shard, Shards: cfg.Shards}
+	spec.StartGate = g.Wait
 }
 
 // strip leaves server telemetry to shard 0: on any other shard of a sharded run, without

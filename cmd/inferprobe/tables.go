@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/run"
 	"github.com/inferprobe/inferprobe/tables"
 )
 
@@ -26,7 +27,7 @@ type tablesFlags struct {
 func newTablesCmd() *cobra.Command {
 	var tf tablesFlags
 	cmd := &cobra.Command{
-		Use:   "tables ARTIFACT... --output DIR",
+		Use:   "tables ARTIFACT...|DIRECTORY --output DIR",
 		Short: "Write per-request tables in sangam's layout (request_metrics.csv, request_plots/ CDFs, manifest.json) from artifacts",
 		Long: `tables reads JSONL artifacts written by profile (offline: only the files) and writes
 sangam's per-request tables into DIR: request_metrics.csv (one row per measured request,
@@ -34,7 +35,8 @@ one column per sangam metric that a source observes: client e2e, the joined vLLM
 queue, prefill and decode times, the intended arrivals, the server's token usage),
 request_plots/<metric>.csv (each column's exact CDF, at most 1,001 rows) and manifest.json
 (every column's source, unit and definition, and why a column is left out). The records of
-several artifacts go into one table.
+several artifacts (or of a directory's .jsonl artifacts, e.g. the shards of a sharded run)
+go into one table.
 
 DIR must be new or empty unless --overwrite is given (the files tables writes are replaced).
 
@@ -82,9 +84,13 @@ func checkTablesDir(flag, dir string, overwrite bool) error {
 	return nil
 }
 
-func (tf *tablesFlags) run(cmd *cobra.Command, paths []string) error {
+func (tf *tablesFlags) run(cmd *cobra.Command, args []string) error {
 	if err := checkTablesDir("--output", tf.output, tf.overwrite); err != nil {
 		return err
+	}
+	paths, _, err := run.ArtifactPaths(args) // a directory: its .jsonl artifacts (a sharded run's shards)
+	if err != nil {
+		return withCode(exitBadInput, err)
 	}
 	ctx := cmd.Context()
 	if ctx == nil {
