@@ -57,3 +57,47 @@ func TestProfileShardSettingsRefused(t *testing.T) {
 		t.Errorf("closed loop below the shard count: exit %d, %q", code, stderr)
 	}
 }
+
+func TestK8sJobPrintsTheManifest(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "job.yaml")
+	f, _ := os.Create(out)
+	stdout := os.Stdout
+	os.Stdout = f
+	code := execute([]string{"k8s-job", "--shards", "4", "--image", "img:1", "--run-id", "r1", "--", "--base-url", "http://vllm:8000/v1", "--model", "m", "--arrival", "poisson", "--rate", "50", "--requests", "400"})
+	os.Stdout = stdout
+	f.Close()
+	b, _ := os.ReadFile(out)
+	if code != 0 || !strings.Contains(string(b), "completionMode: Indexed") || !strings.Contains(string(b), `"--shards","4","--run-id","r1","--coordinator","http://inferprobe-sharded-coordinator:7070"`) {
+		t.Fatalf("exit %d, manifest:\n%s", code, b)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"k8s-job", "--shards", "4", "--image", "i", "--", "--bogus"}, "unknown flag: --bogus"},
+		{[]string{"k8s-job", "--shards", "4", "--image", "i", "--", "--model", "m", "--output", "x"}, "--output is set by the manifest"},
+		{[]string{"k8s-job", "--shards", "0", "--image", "i", "--", "--model", "m"}, "--shards must be within 1..1000"},
+		{[]string{"k8s-job", "--shards", "2", "--", "--model", "m"}, "--image is required"},
+		{[]string{"k8s-job", "--shards", "2", "--image", "i", "--storage", "lots", "--", "--model", "m"}, "is not a Kubernetes quantity"},
+	} {
+		if code, stderr := runCaptured(t, tc.args...); code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d %q, want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+func TestCoordinateRefusesBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"coordinate"}, "--shards must be at least 1"},
+		{[]string{"coordinate", "--shards", "2", "--start-delay", "0"}, "--start-delay must be within"},
+		{[]string{"coordinate", "--shards", "2", "--start-deadline", "NaN"}, "--start-deadline must be within"},
+		{[]string{"profile", "--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--output", filepath.Join(t.TempDir(), "a"), "--shards", "2", "--shard", "0", "--run-id", "r", "--coordinator", "ftp://x"}, "--coordinator must be an http or https URL"},
+	} {
+		if code, stderr := runCaptured(t, tc.args...); code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d %q, want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
