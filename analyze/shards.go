@@ -43,7 +43,8 @@ func ReadShards(ctx context.Context, paths []string) (*Input, error) {
 // interrupted, then completed).
 //
 // One artifact without a shard block goes through the same merge and analyses to its plain
-// report (no shards block).
+// report (no shards block). The parts' measured requests move into the merged Input: their
+// Cases are emptied.
 // Errors wrap ErrShardSet.
 func MergeShards(parts []*Input) (*Input, error) {
 	if len(parts) == 0 {
@@ -61,11 +62,12 @@ func MergeShards(parts []*Input) (*Input, error) {
 	if err != nil {
 		return nil, err
 	}
+	audits := auditShards(ordered) // before the merge, which releases the shards' requests
 	in, err := mergeInputs(ordered)
 	if err != nil {
 		return nil, err
 	}
-	in.Shards = auditShards(ordered)
+	in.Shards = audits
 	return in, nil
 }
 
@@ -216,33 +218,73 @@ func mergeSessions(shards []*Input) []artifact.Session {
 	return append(open, closing...)
 }
 
-// mergeCases files every shard's measured requests into their case, in global order.
-// Errors: one request index of a case recorded by two shards.
+// mergeCases files every shard's measured requests into their case, in global order, and
+// releases each shard's own lists (parts' Cases are emptied). Errors: one request index of a
+// case recorded by two shards.
 func mergeCases(in *Input, shards []*Input) error {
-	owner := map[string]map[int64]int{}
-	for k, s := range shards {
+	sizes := map[string]int{}
+	for _, s := range shards {
 		for id, list := range s.Cases {
-			seen := owner[id]
-			if seen == nil {
-				seen = map[int64]int{}
-				owner[id] = seen
-			}
-			for i := range list {
-				if idx := list[i].RequestIndex; idx != nil {
-					if prev, dup := seen[*idx]; dup && prev != k {
-						return fmt.Errorf("%w: request index %d of case %s recorded by shards %d and %d", ErrShardSet, *idx, id, prev, k)
-					}
-					seen[*idx] = k
-				}
-			}
+			sizes[id] += len(list)
+		}
+	}
+	for id, n := range sizes {
+		in.Cases[id] = make([]Request, 0, n)
+	}
+	for _, s := range shards {
+		for id, list := range s.Cases {
 			in.Cases[id] = append(in.Cases[id], list...)
+			s.Cases[id] = nil
 		}
 	}
 	for id, list := range in.Cases {
-		sort.SliceStable(list, func(i, j int) bool { return globalLess(&list[i], &list[j]) })
+		sortGlobal(list)
+		// Sorted, a request index two shards recorded is adjacent to itself.
+		for i := 1; len(shards) > 1 && i < len(list); i++ {
+			a, b := &list[i-1], &list[i]
+			if a.RequestIndex != nil && b.RequestIndex != nil && *a.RequestIndex == *b.RequestIndex && shardNum(a) != shardNum(b) {
+				return fmt.Errorf("%w: request index %d of case %s recorded by shards %d and %d", ErrShardSet, *a.RequestIndex, id, shardNum(a), shardNum(b))
+			}
+		}
 		in.Cases[id] = list
 	}
 	return nil
+}
+
+// sortGlobal sorts requests into global order (globalLess; stable) by sorting a permutation
+// and applying it in place, so that each ~0.5 KB request moves once instead of at every swap.
+func sortGlobal(list []Request) {
+	perm := make([]int32, len(list))
+	for i := range perm {
+		perm[i] = int32(i)
+	}
+	sort.SliceStable(perm, func(i, j int) bool { return globalLess(&list[perm[i]], &list[perm[j]]) })
+	// Position i must receive list[perm[i]]: follow each cycle once.
+	for i := range perm {
+		if perm[i] < 0 || int(perm[i]) == i {
+			continue
+		}
+		tmp := list[i]
+		j := i
+		for {
+			k := int(perm[j])
+			perm[j] = -1
+			if k == i {
+				list[j] = tmp
+				break
+			}
+			list[j] = list[k]
+			j = k
+		}
+	}
+}
+
+// shardNum is a request's shard field (−1 when it has none).
+func shardNum(r *Request) int64 {
+	if r.Shard == nil {
+		return -1
+	}
+	return *r.Shard
 }
 
 // globalLess orders requests by request_index (null last), then intended time (null last).
