@@ -302,7 +302,8 @@ func keep(a *artifact.Artifact, it *blockItem) {
 }
 
 // declaredCount is the measured request count the workload declares for caseID (0 when it
-// declares none, the case is unknown, or the count is out of range).
+// declares none, the case is unknown, or the count is out of range); a shard's artifact
+// (workload shard block) declares its slice, ceil(count / shards).
 func declaredCount(w *artifact.Workload, caseID string) int {
 	if w == nil || w.Measurement.RequestCount == nil {
 		return 0
@@ -310,6 +311,9 @@ func declaredCount(w *artifact.Workload, caseID string) int {
 	n := *w.Measurement.RequestCount
 	if n <= 0 || n > presizeBudget {
 		return 0
+	}
+	if sh := w.Shard; sh != nil && sh.Shards > 1 {
+		n = (n + sh.Shards - 1) / sh.Shards // a shard records its slice only
 	}
 	for i := range w.Cases {
 		if w.Cases[i].CaseID == caseID {
