@@ -84,7 +84,11 @@ func TestShardProcessesOnLoopback(t *testing.T) {
 		shards, stderrs = append(shards, c), append(stderrs, e)
 	}
 	killed := filepath.Join(shardDir, "shard-1.jsonl")
-	testkit.WaitFor(t, "shard 1 under way", 60*time.Second, func() bool { return len(measuredRequests(t, killed)) >= 5 })
+	for deadline := time.Now().Add(120 * time.Second); len(measuredRequests(t, killed)) < 5; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("shard 1 never got under way\ncoordinator: %s\nshard 0: %s\nshard 1: %s\nshard 2: %s", coordErr, stderrs[0], stderrs[1], stderrs[2])
+		}
+	}
 	_ = shards[1].Process.Kill()
 	for k, c := range shards {
 		err := c.Wait()
