@@ -134,8 +134,12 @@ func TestShardProcessesOnLoopback(t *testing.T) {
 	if rep.Summary.TotalRequests != 60+kept {
 		t.Fatalf("merged %d requests, the shards recorded %d", rep.Summary.TotalRequests, 60+kept)
 	}
+	named := false // on a loaded host a clock uncertainty above 1 ms is a problem too
+	for _, p := range rep.Shards.Problems {
+		named = named || strings.HasPrefix(p, "shard 1 (") && strings.Contains(p, "no closing infer.session record")
+	}
 	if len(rep.Shards.PerShard) != 3 || rep.Shards.PerShard[1].Status != "not_closed" || rep.Shards.PerShard[0].Status != "completed" ||
-		rep.Shards.PerShard[0].ClockOffsetNS == nil || len(rep.Shards.Problems) == 0 || !strings.HasPrefix(rep.Shards.Problems[0], "shard 1 (") {
+		rep.Shards.PerShard[0].ClockOffsetNS == nil || !named {
 		t.Fatalf("shards block %+v", rep.Shards)
 	}
 }
