@@ -16,7 +16,8 @@ type windowKey struct{ caseID, phase string }
 // scheduled arrivals summed, the first scheduled endpoint offset and drain timeout, abandoned
 // requests summed (the longest wait), and prompts_digest over the merged measured requests in
 // index order (null for warmup windows, whose prompts the analysis does not keep). A window
-// that not every shard wrote has a null drained_at_ns (phase_window_incomplete).
+// that not every shard wrote has a null drained_at_ns (phase_window_incomplete) and null
+// scheduled arrivals.
 func mergeWindows(shards []*Input, in *Input) []artifact.PhaseWindow {
 	var order []windowKey
 	groups := map[windowKey][]*artifact.PhaseWindow{}
@@ -83,6 +84,7 @@ func mergeWindow(ws []*artifact.PhaseWindow, n int) artifact.PhaseWindow {
 	m.AbandonedRequests = ab
 	if !complete {
 		m.DrainedAtNS = nil
+		m.ScheduledArrivals = nil // the missing shard's share is unknown: a partial sum would mislead
 	}
 	return m
 }

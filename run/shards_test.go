@@ -341,7 +341,7 @@ func TestKilledShardIsNamed(t *testing.T) {
 		t.Fatalf("problems %q", rep.Shards.Problems)
 	}
 	for _, c := range rep.Cases {
-		if c.Population.CohortValid || c.Population.Offered != rep.Shards.PerShard[0].MeasuredRequests+rep.Shards.PerShard[1].MeasuredRequests+kept/2 {
+		if c.Population.CohortValid || c.Population.Scheduled != nil || c.Population.Offered != rep.Shards.PerShard[0].MeasuredRequests+rep.Shards.PerShard[1].MeasuredRequests+kept/2 {
 			t.Fatalf("population %+v", c.Population)
 		}
 	}
