@@ -33,6 +33,9 @@ type Input struct {
 	// infer.request and infer.phase_window records are in none of the fields above, nor
 	// counted in RequestRecords. Empty when there are none.
 	Ignored []IgnoredRecords
+	// Shards holds each shard's self-audit when the Input merges a sharded run's artifacts
+	// (MergeShards); nil otherwise.
+	Shards []ShardAudit
 }
 
 // NewInput prepares a loaded artifact for analysis: it groups the measured requests of
@@ -301,7 +304,8 @@ func keep(a *artifact.Artifact, it *blockItem) {
 }
 
 // declaredCount is the measured request count the workload declares for caseID (0 when it
-// declares none, the case is unknown, or the count is out of range).
+// declares none, the case is unknown, or the count is out of range); a shard's artifact
+// (workload shard block) declares its slice, ceil(count / shards).
 func declaredCount(w *artifact.Workload, caseID string) int {
 	if w == nil || w.Measurement.RequestCount == nil {
 		return 0
@@ -309,6 +313,9 @@ func declaredCount(w *artifact.Workload, caseID string) int {
 	n := *w.Measurement.RequestCount
 	if n <= 0 || n > presizeBudget {
 		return 0
+	}
+	if sh := w.Shard; sh != nil && sh.Shards > 1 {
+		n = (n + sh.Shards - 1) / sh.Shards // a shard records its slice only
 	}
 	for i := range w.Cases {
 		if w.Cases[i].CaseID == caseID {

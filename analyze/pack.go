@@ -251,6 +251,7 @@ func (p *packer) record(r *artifact.Request) artifact.Request {
 		FirstAnswerMS:       p.f64(r.FirstAnswerMS),
 		ServerErrorType:     p.internPtr(r.ServerErrorType),
 		ServerErrorCode:     p.internPtr(r.ServerErrorCode),
+		Shard:               p.i64(r.Shard),
 	}
 	if r.TimestampNS != nil && out.StartedAtNS != nil && *r.TimestampNS == *out.StartedAtNS {
 		out.TimestampNS = out.StartedAtNS

@@ -94,7 +94,9 @@ type Report struct {
 	// case order ([] when none).
 	ClientLimited      bool     `json:"client_limited"`
 	ClientLimitedCases []string `json:"client_limited_cases"`
-	Warnings           []string `json:"-"`
+	// Shards is the shards block of a merged sharded run (MergeShards); omitted otherwise.
+	Shards   *ShardsReport `json:"shards,omitempty"`
+	Warnings []string      `json:"-"`
 	// ScheduleKept says whether the load generator kept its schedule (scheduleKept); it is
 	// for the live exporter, not part of the JSON.
 	ScheduleKept bool        `json:"-"`
@@ -181,7 +183,10 @@ func AnalyzeInput(ctx context.Context, in *Input, opts Options) (*Report, error)
 		rep.SLO = &SLOInfo{Name: policy.Name, Digest: policy.Digest(), Source: source, Policy: policy.Document()}
 	}
 	rep.Workload = workloadSummary(a.Workload)
-	if ids := sessionIDs(a.Sessions); len(ids) > 1 {
+	rep.Shards = shardsReport(in)
+	if rep.Shards != nil {
+		rep.Warnings = append(rep.Warnings, rep.Shards.Problems...)
+	} else if ids := sessionIDs(a.Sessions); len(ids) > 1 {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the artifact holds %d sessions (%s): their cases are analysed together, and the workload and status shown are the first and last session's", len(ids), strings.Join(ids, ", ")))
 	}
 	rep.Telemetry = telemetry(a)

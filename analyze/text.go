@@ -61,6 +61,7 @@ func RenderText(w io.Writer, r *Report) error {
 	if line := sessionLine(s); line != "" {
 		fmt.Fprintln(b, line)
 	}
+	renderShards(b, r.Shards)
 	for _, ig := range r.IgnoredRecords {
 		fmt.Fprintln(b, ig.Text())
 	}

@@ -60,6 +60,13 @@ type ClockAlignment struct {
 	ValidToNS     *int64 `json:"valid_to_ns"`
 }
 
+// ClockMethodShardCoordinator is the metadata "method" of the infer.clock_alignment a shard
+// of a sharded run writes before its start: from the shard's clock domain to the
+// coordinator's, estimated from the probe with the smallest round trip (offset
+// ((t1−t0)+(t2−t3))/2, uncertainty half the round trip); its metadata also holds "shard",
+// "probes" and "rtt_ns".
+const ClockMethodShardCoordinator = "shard_coordinator_min_rtt"
+
 func (ClockAlignment) selfEncoding() {}
 
 // RecordKind returns KindClockAlignment.

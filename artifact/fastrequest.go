@@ -172,6 +172,8 @@ func (d *reqDecoder) fieldPToZ(r *Request, key []byte) bool {
 		return d.strPtr(&r.ServerErrorType)
 	case "session_id":
 		return d.str(&r.SessionID)
+	case "shard":
+		return d.intPtr(&r.Shard)
 	case "shared_prefix_tokens":
 		return d.intPtr(&r.SharedPrefixTokens)
 	case "started_at_ns":

@@ -102,6 +102,11 @@ type Request struct {
 	// JSON text, so a code is never coerced to an integer.
 	ServerErrorType *string `json:"server_error_type"`
 	ServerErrorCode *string `json:"server_error_code"`
+	// Shard is an inferprobe addition to the Stormlog v1 record: the index
+	// (0 ≤ shard < shards) of the load-generator shard that sent the request
+	// in a sharded run (profile --shards N); omitted in an unsharded run.
+	// request_id, request_index and x_request_id stay global.
+	Shard *int64 `json:"shard,omitempty"`
 }
 
 func (Request) selfEncoding() {}

@@ -24,6 +24,22 @@ type Workload struct {
 	Tokenizer      Tokenizer      `json:"tokenizer"`
 	Cache          WorkloadCache  `json:"cache"`
 	ChatTemplate   ChatTemplate   `json:"chat_template"`
+	// Shard names this artifact's slice of a sharded run (profile --shards N);
+	// omitted in an unsharded run. It is not part of WorkloadDigest, so every
+	// shard of one run records one digest.
+	Shard *ShardInfo `json:"shard,omitempty"`
+}
+
+// ShardInfo is infer.workload's shard block: which slice of one run's
+// schedule this artifact holds. Shard K of Shards N sends the open-loop
+// arrivals i ≡ K (mod N) of the run's one schedule; in a closed loop of C
+// workers it runs ceil((C−K)/N) of them (global workers K, K+N, …) and owns
+// the request indexes i with (i mod C) mod N = K. RunID is the run id every
+// shard shares (it is in each X-Request-Id).
+type ShardInfo struct {
+	Shard  int64  `json:"shard"`
+	Shards int64  `json:"shards"`
+	RunID  string `json:"run_id"`
 }
 
 func (Workload) selfEncoding() {}

@@ -125,6 +125,7 @@ func (c *Config) WorkloadRecord(sessionID string, tok prompt.Tokenizer) (*artifa
 		Tokenizer:    tokenizerRecord(tok),
 		Cache:        artifact.WorkloadCache{Requested: c.CacheState},
 		ChatTemplate: artifact.ChatTemplate{AppliedBy: "server"},
+		Shard:        c.shardInfo(),
 	}
 	if c.PromptMode == prompt.Repeat {
 		w.Warmup.Prompts = "measured"

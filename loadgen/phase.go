@@ -140,7 +140,7 @@ func (p *phase) runClosed(ctx context.Context) time.Time {
 		windowClose = p.start.Add(dur)
 		p.deadline = windowClose.Add(cfg.DrainTimeout)
 	}
-	workers := p.cs.Concurrency
+	workers := cfg.ShardWorkers(p.cs.Concurrency)
 	if workers < 1 {
 		workers = 1
 	}
@@ -155,11 +155,11 @@ func (p *phase) runClosed(ctx context.Context) time.Time {
 				if dur > 0 && !now.Before(windowClose) {
 					return
 				}
-				idx := int(next.Add(1) - 1)
+				idx := cfg.closedIndex(p.cs.Concurrency, int(next.Add(1)-1))
 				if count > 0 && idx >= count {
 					return
 				}
-				a := &attempt{idx: idx, worker: worker, intended: now, inFlight: int(p.inFlight.Add(1))}
+				a := &attempt{idx: idx, worker: cfg.globalWorker(worker), intended: now, inFlight: int(p.inFlight.Add(1))}
 				p.notePeak(int64(a.inFlight))
 				p.r.callStarted()
 				p.send(ctx, a)
@@ -208,6 +208,9 @@ func (p *phase) runOpen(ctx context.Context, s *schedule.Schedule) time.Time {
 	var wg sync.WaitGroup
 	lastSend := p.start
 	for i, off := range s.Offsets {
+		if !cfg.Owns(0, i) {
+			continue // another shard's arrival
+		}
 		target := p.start.Add(off)
 		if err := p.r.waitUntil(p.dctx, target); err != nil {
 			break
@@ -277,6 +280,9 @@ func (p *phase) takeSlot(a *attempt, slots chan struct{}, deadlineC *<-chan time
 	case <-*deadlineC:
 		now := p.r.clock.Now()
 		for j := a.idx; j < len(s.Offsets); j++ {
+			if !cfg.Owns(0, j) {
+				continue
+			}
 			b := &attempt{idx: j, intended: p.start.Add(s.Offsets[j]), held: true}
 			p.drop(b, "drain deadline passed while held for a slot", now)
 		}

@@ -95,6 +95,11 @@ type Config struct {
 	CacheState        string
 	CacheResetURL     string
 	CacheResetTimeout time.Duration
+
+	// Shards and Shard slice the run across load-generator hosts (profile --shards N
+	// --shard K): 0 or 1 shards is an unsharded run; see Config.Owns for the slice.
+	Shards int
+	Shard  int
 }
 
 // Case is one cell of the workload matrix.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sort"
 	"time"
 
 	"github.com/inferprobe/inferprobe/artifact"
@@ -74,6 +75,7 @@ func (p *phase) baseRecord(a *attempt) *artifact.Request {
 		PromptDigest:       strPtr(a.prompt.Digest),
 		PromptTokenSource:  tokenSource(p.r.tok),
 		OutputTokenSource:  SourceUnknown,
+		Shard:              cfg.shardPtr(),
 	}
 	if cfg.OpenLoop() {
 		rec.MaxInFlight = artifact.Ptr(int64(cfg.MaxInFlight))
@@ -226,29 +228,49 @@ func (p *phase) windowRecord(s *schedule.Schedule, windowEnd, drained time.Time,
 		},
 	}
 	if s != nil {
-		w.ScheduledArrivals = artifact.Ptr(int64(len(s.Offsets)))
+		w.ScheduledArrivals = artifact.Ptr(int64(cfg.ownedCount(0, len(s.Offsets))))
 		if s.EndpointOffset != nil {
 			w.ScheduledEndpointOffsetNS = artifact.Ptr(int64(*s.EndpointOffset))
 		}
 	}
 	// prompts_digest: every scheduled arrival's prompt in schedule order (dropped included);
 	// a closed loop covers the prompts actually sent, in request-index order.
+	// A shard covers the indexes it owns, in increasing order.
 	p.mu.Lock()
-	n := len(p.digests)
-	if s != nil {
-		n = len(s.Offsets)
+	digests := p.phaseDigests(s)
+	p.mu.Unlock()
+	w.PromptsDigest = artifact.Ptr(prompt.PhaseDigest(digests))
+	return w
+}
+
+// phaseDigests lists the prompt digests prompts_digest covers, in request-index order: an
+// open loop's every owned scheduled arrival, a closed loop's every request sent. p.mu is held.
+func (p *phase) phaseDigests(s *schedule.Schedule) []string {
+	cfg := p.r.cfg
+	if s == nil {
+		idx := make([]int, 0, len(p.digests))
+		for i := range p.digests {
+			idx = append(idx, i)
+		}
+		sort.Ints(idx)
+		digests := make([]string, 0, len(idx))
+		for _, i := range idx {
+			digests = append(digests, p.digests[i])
+		}
+		return digests
 	}
-	digests := make([]string, 0, n)
-	for i := 0; i < n; i++ {
+	digests := make([]string, 0, cfg.ownedCount(0, len(s.Offsets)))
+	for i := range s.Offsets {
+		if !cfg.Owns(0, i) {
+			continue
+		}
 		d, ok := p.digests[i]
 		if !ok {
 			d = p.gen.Prompt(i).Digest // scheduled but never reached (cannot happen once drained)
 		}
 		digests = append(digests, d)
 	}
-	p.mu.Unlock()
-	w.PromptsDigest = artifact.Ptr(prompt.PhaseDigest(digests))
-	return w
+	return digests
 }
 
 // cacheState POSTs the reset URL (when configured) and writes the case's infer.cache_state.

@@ -137,9 +137,11 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 		if r.hooks.CaseStart != nil {
 			n, _ := r.cfg.phaseCount(PhaseMeasured)
+			conc := cs.Concurrency
 			if s, _ := r.cfg.schedule(cs, PhaseMeasured); s != nil {
-				n = len(s.Offsets)
+				n, conc = len(s.Offsets), 0
 			}
+			n = r.cfg.ownedCount(conc, n) // this shard's share
 			r.hooks.CaseStart(cs, n)
 		}
 		for i, ph := range r.cfg.phases() {

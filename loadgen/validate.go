@@ -94,7 +94,7 @@ func (c *Config) Defaults() {
 func (c *Config) Validate() error {
 	for _, check := range []func() error{
 		c.validateEndpoint, c.validateTimes, c.validateBody, c.validateCounts, c.validateArrival,
-		c.validatePrompts, c.validateCache, c.validateSchedules,
+		c.validatePrompts, c.validateCache, c.validateSchedules, c.validateShards,
 	} {
 		if err := check(); err != nil {
 			return err

@@ -75,6 +75,9 @@ type Workload struct {
 	Tokenizer         *string // auto (default), tiktoken or none
 	TiktokenEncoding  string  // default cl100k_base
 	StrictTokenCounts bool
+
+	// Shards and Shard slice the run (profile --shards N --shard K); 0 shards is unsharded.
+	Shards, Shard int
 }
 
 func or[T any](p *T, def T) T {
@@ -101,6 +104,7 @@ func (w *Workload) Config() (*Config, error) {
 		Arrival: schedule.Mode(or(w.Arrival, string(schedule.Closed))), Rates: w.Rates, BurstSize: w.BurstSize,
 		PromptMode: prompt.Mode(w.PromptMode), SharedPrefixRatio: w.SharedPrefixRatio, PrefixGroups: or(w.PrefixGroups, 0),
 		CacheState: w.CacheState, CacheResetURL: w.CacheResetURL,
+		Shards: w.Shards, Shard: w.Shard,
 	}
 	if c.InputTokens == nil {
 		c.InputTokens = []int{DefaultInputTokens}

@@ -57,6 +57,7 @@ type run struct {
 	fan       *artifact.Fanout
 	requests  countingSink
 	tele      *telemetry
+	digest    string // the workload digest (the start gate's registration)
 	// afterClose, when set (by tests), is called with the artifact's path between its close
 	// and its read-back.
 	afterClose func(path string)
@@ -126,6 +127,7 @@ func (r *run) writeHead() error {
 	if err != nil {
 		return err
 	}
+	r.digest = workload.WorkloadDigest
 	head := []artifact.Record{
 		&artifact.Session{SessionID: r.sessionID, TimestampNS: r.started.UnixNano(), Status: artifact.StatusRunning, Config: sc},
 		&r.header, workload,
@@ -184,7 +186,15 @@ func (r *run) produce(ctx context.Context, p *Pipeline, res *Result) error {
 			sampler.Start(ctx)
 		}
 	}
-	runErr := runner.Run(ctx)
+	var runErr error
+	if gate := spec.StartGate; gate != nil {
+		if err := gate(ctx, r.fan, r.header.Context, r.digest); err != nil {
+			runErr = fmt.Errorf("sharded start: %w", err)
+		}
+	}
+	if runErr == nil {
+		runErr = runner.Run(ctx)
+	}
 	res.Stats = runner.Stats()
 	p.mu.Lock()
 	p.runner = nil

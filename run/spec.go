@@ -16,6 +16,7 @@
 package run
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -81,6 +82,12 @@ type Spec struct {
 	Warn func(msg string)
 	// AnalysisTimeout bounds the analysis of the closed artifact; 0: no bound.
 	AnalysisTimeout time.Duration
+	// StartGate, when set (a shard of a sharded run with a coordinator: shard.Gate.Wait),
+	// runs after the head records and the telemetry start, just before the load generator's
+	// first phase, with the fan-out (for its infer.clock_alignment), the artifact's context
+	// and the workload digest. An error ends the run before anything is sent: the artifact is
+	// closed with an incomplete session naming it.
+	StartGate func(ctx context.Context, sink artifact.Sink, head artifact.Context, workloadDigest string) error
 }
 
 // SLO is a policy with where it came from (analyze.SourceFlags or analyze.SourceFile).

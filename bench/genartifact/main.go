@@ -3,6 +3,10 @@
 // internal/synth), the same for the same flags.
 //
 // Usage: go run ./bench/genartifact -out FILE [-requests 1000000] [-cases 2] [-seed 1]
+//
+// With -shards N, -out is a directory and the run is written as the artifacts of N shards
+// (shard-K.jsonl: the requests i ≡ K mod N), as `profile --shards N` writes them, for the
+// merge benchmark (bench/merge-shards.sh).
 package main
 
 import (
@@ -19,12 +23,17 @@ func main() {
 	total := flag.Int("requests", 1_000_000, "measured requests in all, split evenly over the cases")
 	ncases := flag.Int("cases", 2, "Poisson cases (rates 250, 500, 750, ... req/s)")
 	seed := flag.Int64("seed", 1, "seed of the schedule, prompts and drawn latencies")
+	shards := flag.Int("shards", 0, "write the run as the artifacts of this many shards into the directory -out")
 	flag.Parse()
 	if *out == "" || *ncases < 1 || *total < *ncases {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := generate(*out, synth.Run{Requests: *total, Cases: *ncases, Seed: *seed}); err != nil {
+	gen := generate
+	if *shards > 0 {
+		gen = func(dir string, run synth.Run) error { return generateShards(dir, run, *shards) }
+	}
+	if err := gen(*out, synth.Run{Requests: *total, Cases: *ncases, Seed: *seed}); err != nil {
 		fmt.Fprintln(os.Stderr, "genartifact:", err)
 		os.Exit(1)
 	}
@@ -40,4 +49,19 @@ func generate(path string, run synth.Run) error {
 		return err
 	}
 	return w.Close()
+}
+
+func generateShards(dir string, run synth.Run, n int) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	s, err := newShardSink(dir, n)
+	if err != nil {
+		return err
+	}
+	if err := run.Write(s); err != nil {
+		_ = s.Close()
+		return err
+	}
+	return s.Close()
 }

@@ -36,13 +36,18 @@ type analyzeFlags struct {
 func newAnalyzeCmd() *cobra.Command {
 	var af analyzeFlags
 	cmd := &cobra.Command{
-		Use:   "analyze ARTIFACT",
+		Use:   "analyze ARTIFACT [ARTIFACT…] | DIRECTORY",
 		Short: "Turn an artifact into the report: populations, rates, latency quantiles with confidence intervals, SLO attainment and goodput",
 		Long: `analyze reads a JSONL artifact written by profile and reports, per workload case, who
 was counted (population and cohort checks), over which interval every rate is divided,
 latency quantiles with their order-statistic confidence intervals, and — with a policy from
 --slo, --slo-file or the artifact's infer.slo record — SLO attainment and goodput as lower
 and upper bounds over every offered request. Only measured requests are analysed.
+
+Several artifacts (or a directory of .jsonl artifacts) are the shards of one sharded run
+(profile --shards N): they are merged into one exact report, as if one host had sent every
+request, with each shard's self-audit; shards of different runs, workloads or shard counts,
+and a missing or repeated shard, are refused (exit 5).
 
 --slo KEY:MS (repeatable) judges e.g. ttft:500 (a key without a dot is client.KEY);
 --slo-file reads a stormlog.infer.slo version-1 policy document. Either replaces the
@@ -52,9 +57,9 @@ Exit codes: 0 the report was produced (even when every request failed); 5 a miss
 unreadable or invalid artifact, --slo-file, --vllm-spans or --server-telemetry file (or a malformed
 infer.clock_alignment record); 2 bad flags; 1 an unwritable --output or
 anything else; 130 interrupted.`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return af.run(cmd, args[0])
+			return af.run(cmd, args)
 		},
 	}
 	f := cmd.Flags()
@@ -97,15 +102,22 @@ func (af *analyzeFlags) policy(cmd *cobra.Command) (*analyze.Policy, string, err
 	return nil, "", nil
 }
 
-func (af *analyzeFlags) run(cmd *cobra.Command, path string) error {
+func (af *analyzeFlags) run(cmd *cobra.Command, args []string) error {
+	paths, merge, err := run.ArtifactPaths(args)
+	if err != nil {
+		return withCode(exitBadInput, err)
+	}
+	path := paths[0]
 	if af.format != "txt" && af.format != "json" {
 		return usageErrorf("--format must be txt or json, not %q", af.format)
 	}
 	if cmd.Flags().Changed("output") && af.output == "" {
 		return usageErrorf("--output needs a file name")
 	}
-	if af.output != "" && samePath(af.output, path) {
-		return usageErrorf("--output would overwrite the artifact %s", path)
+	for _, p := range paths {
+		if af.output != "" && samePath(af.output, p) {
+			return usageErrorf("--output would overwrite the artifact %s", p)
+		}
 	}
 	policy, source, err := af.policy(cmd)
 	if err != nil {
@@ -129,9 +141,15 @@ func (af *analyzeFlags) run(cmd *cobra.Command, path string) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(analyzeMemoryLimit(path)))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(analyzeMemoryLimit(paths...)))
 
-	rep, err := analyzeArtifactReportContext(ctx, path, analyze.Options{Policy: policy, PolicySource: source, VLLMSpans: spans, ServerTelemetry: server})
+	opts := analyze.Options{Policy: policy, PolicySource: source, VLLMSpans: spans, ServerTelemetry: server}
+	var rep *analyze.Report
+	if merge {
+		rep, err = run.AnalyzeShards(ctx, paths, opts)
+	} else {
+		rep, err = analyzeArtifactReportContext(ctx, path, opts)
+	}
 	if err != nil {
 		switch {
 		case ctx.Err() != nil && errors.Is(err, ctx.Err()):
@@ -164,22 +182,24 @@ func (af *analyzeFlags) run(cmd *cobra.Command, path string) error {
 }
 
 // analyzeMemoryLimit is the soft memory limit (bytes) of the analyze verb: the larger of
-// 1 GiB and three quarters of the artifact's size, or the current limit when the user set
+// 1 GiB and three quarters of the artifacts' size (a merge's shards together), or the current limit when the user set
 // GOMEMLIMIT. The analysis view of a streamed artifact is about half its size (ReadInput),
 // while the Go collector's default pacing (GOGC=100) lets the heap grow to twice what is
 // live before collecting; near this limit the runtime collects sooner instead, which keeps
 // a 1,000,000-request artifact (1.5 GB) near 1.1 GiB of RSS instead of 1.5 GiB at no
 // measurable CPU cost (bench/analyze-1m.sh). It is a soft limit: a larger live heap still
 // runs, with the runtime's GC CPU limiter.
-func analyzeMemoryLimit(path string) int64 {
+func analyzeMemoryLimit(paths ...string) int64 {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return debug.SetMemoryLimit(-1)
 	}
-	limit := int64(1 << 30)
-	if fi, err := os.Stat(path); err == nil {
-		limit = max(limit, fi.Size()/4*3)
+	var size int64
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil {
+			size += fi.Size()
+		}
 	}
-	return limit
+	return max(int64(1<<30), size/4*3)
 }
 
 // renderReport writes rep as "txt" (analyze.RenderText) or "json" (analyze.WriteJSON).

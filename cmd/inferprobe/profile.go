@@ -43,6 +43,7 @@ type profileFlags struct {
 	sloFile                                            string
 	telemetry                                          telemetryFlags
 	trace                                              traceFlags
+	shard                                              shardFlags // profile only (not search)
 	systemSampler                                      string
 	sampleInterval                                     float64
 }
@@ -66,6 +67,9 @@ not empty included), or an --output another run is writing (it holds a lock on t
 at the end.`,
 		Args: noArgsOptionalValueHint,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := pf.shard.apply(cmd, &pf.w); err != nil {
+				return err
+			}
 			cfg, tok, tokName, err := pf.config(cmd)
 			if err != nil {
 				return err
@@ -81,6 +85,10 @@ at the end.`,
 				return err
 			}
 			spec.Output = pf.output
+			pf.shard.gate(cfg, &spec)
+			if pf.shard.strip(cfg, &spec) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "Warning: shard %d of %d collects no server telemetry (shard 0 does; --shard-telemetry to collect it here too)\n", cfg.Shard, cfg.Shards)
+			}
 			if cmd.Flags().Changed("tables") {
 				if err := checkTablesDir("--tables", pf.tables, false); err != nil {
 					return err
@@ -99,6 +107,7 @@ at the end.`,
 		},
 	}
 	pf.register(cmd)
+	pf.shard.register(cmd)
 	return cmd
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/run"
 	"github.com/inferprobe/inferprobe/tables"
 )
 
@@ -28,7 +29,7 @@ type tablesFlags struct {
 func newTablesCmd() *cobra.Command {
 	var tf tablesFlags
 	cmd := &cobra.Command{
-		Use:   "tables ARTIFACT... --output DIR",
+		Use:   "tables ARTIFACT...|DIRECTORY --output DIR",
 		Short: "Write sangam-layout tables, CDFs, plots, index.html and timeline.json from artifacts",
 		Long: `tables reads JSONL artifacts written by profile (offline: only the files) and writes
 sangam's tables into DIR: request_metrics.csv (one row per measured request, one column per
@@ -41,7 +42,8 @@ DDSketch CDFs), a PNG of each, timeline.json (a Chrome/Perfetto trace: each requ
 events beside its joined vLLM span, the engines' scraped gauges as counters), manifest.json
 (every file's and column's source, unit and definition, and why one is left out) and
 index.html (open it first: the analyze text report, the SLO bounds and every plot with its
-caption, self-contained). The records of several artifacts go into one table.
+caption, self-contained). The records of several artifacts (or of a directory's .jsonl
+artifacts, e.g. the shards of a sharded run) go into one table.
 
 DIR must be new or empty unless --overwrite is given (the files tables writes are replaced).
 
@@ -89,9 +91,13 @@ func checkTablesDir(flag, dir string, overwrite bool) error {
 	return nil
 }
 
-func (tf *tablesFlags) run(cmd *cobra.Command, paths []string) error {
+func (tf *tablesFlags) run(cmd *cobra.Command, args []string) error {
 	if err := checkTablesDir("--output", tf.output, tf.overwrite); err != nil {
 		return err
+	}
+	paths, _, err := run.ArtifactPaths(args) // a directory: its .jsonl artifacts (a sharded run's shards)
+	if err != nil {
+		return withCode(exitBadInput, err)
 	}
 	ctx := cmd.Context()
 	if ctx == nil {

@@ -1,0 +1,57 @@
+package analyze
+
+import (
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/inferprobe/inferprobe/artifact"
+)
+
+func TestSortGlobalIsAStableSortByIndexThenIntended(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := 0; n < 200; n += 7 {
+		list := make([]Request, n)
+		for i := range list {
+			if rng.IntN(10) > 0 {
+				list[i].RequestIndex = artifact.Ptr(int64(rng.IntN(n/2 + 1)))
+			}
+			list[i].IntendedAtNS = artifact.Ptr(int64(rng.IntN(3)))
+			list[i].RequestID = string(rune('a'+i%26)) + strings.Repeat("x", i) // identity
+		}
+		want := append([]Request(nil), list...)
+		// An insertion sort, stable by construction, is the reference.
+		for i := 1; i < len(want); i++ {
+			for j := i; j > 0 && globalLess(&want[j], &want[j-1]); j-- {
+				want[j], want[j-1] = want[j-1], want[j]
+			}
+		}
+		sortGlobal(list)
+		for i := range list {
+			if list[i].RequestID != want[i].RequestID {
+				t.Fatalf("n=%d: position %d holds %q, want %q", n, i, list[i].RequestID, want[i].RequestID)
+			}
+		}
+	}
+}
+
+func TestMergeRefusesOneIndexFromTwoShards(t *testing.T) {
+	part := func(k int64, idx int64) *Input {
+		a := &artifact.Artifact{Path: "s" + string(rune('0'+k)), Sessions: []artifact.Session{{SessionID: "s", Status: artifact.StatusRunning}},
+			Workload: &artifact.Workload{WorkloadDigest: "d", Shard: &artifact.ShardInfo{Shard: k, Shards: 2, RunID: "r"}}}
+		r := Request{Request: artifact.Request{SessionID: "s", CaseID: "c", Phase: artifact.PhaseMeasured, Status: StatusOK, RequestIndex: &idx, Shard: &k}}
+		return &Input{Artifact: a, Cases: map[string][]Request{"c": {r}}, RequestRecords: 1}
+	}
+	_, err := MergeShards([]*Input{part(0, 4), part(1, 4)})
+	if !errors.Is(err, ErrShardSet) || !strings.Contains(err.Error(), "request index 4 of case c recorded by shards 0 and 1") {
+		t.Fatalf("%v", err)
+	}
+	in, err := MergeShards([]*Input{part(1, 3), part(0, 4)})
+	if err != nil || len(in.Cases["c"]) != 2 || *in.Cases["c"][0].RequestIndex != 3 || in.Shards[0].Path != "s0" {
+		t.Fatalf("merge %v: %+v", err, in)
+	}
+	if _, err := MergeShards(nil); !errors.Is(err, ErrShardSet) {
+		t.Fatalf("no parts: %v", err)
+	}
+}

@@ -1,0 +1,234 @@
+package shard
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"text/template"
+)
+
+// CoordinatorPort is the coordinator's port in the Kubernetes manifest.
+const CoordinatorPort = 7070
+
+// JobSpec describes the Kubernetes objects of one sharded run (JobManifest).
+type JobSpec struct {
+	// Name prefixes every object (a DNS-1123 label of at most 40 characters); RunID is the
+	// run id every shard sends; Namespace is "" for the current one.
+	Name, RunID, Namespace string
+	Shards                 int
+	Image                  string
+	// ProfileArgs are profile's workload flags (the endpoint, model, arrivals…); the manifest
+	// adds --shards, --run-id, --coordinator and --output itself.
+	ProfileArgs []string
+	// Storage is the artifacts volume's size (a Kubernetes quantity, e.g. "10Gi");
+	// StorageClass is "" for the cluster's default. The claim is ReadWriteMany: every shard
+	// pod writes its artifact to it.
+	Storage, StorageClass string
+}
+
+var (
+	dnsLabel     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
+	quantity     = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$`)
+)
+
+// reservedProfileFlags are the flags the manifest sets on every shard.
+var reservedProfileFlags = []string{"--shards", "--shard", "--run-id", "--coordinator", "--output"}
+
+// Validate checks the spec. Errors: a name that is not a DNS-1123 label of 1..40 characters, a
+// shard count outside 1..MaxJobShards, no image, no run id, a namespace, storage size or
+// storage class Kubernetes would refuse, a profile flag the manifest sets.
+func (s *JobSpec) Validate() error {
+	switch {
+	case len(s.Name) > 40 || !dnsLabel.MatchString(s.Name):
+		return fmt.Errorf("--name %q must be a DNS-1123 label (lowercase letters, digits, '-') of at most 40 characters", s.Name)
+	case s.Shards < 1 || s.Shards > MaxJobShards:
+		return fmt.Errorf("--shards must be within 1..%d, not %d", MaxJobShards, s.Shards)
+	case strings.TrimSpace(s.Image) == "":
+		return fmt.Errorf("--image is required")
+	case s.RunID == "":
+		return fmt.Errorf("a run id is required")
+	case s.Namespace != "" && !dnsLabel.MatchString(s.Namespace):
+		return fmt.Errorf("--namespace %q is not a DNS-1123 label", s.Namespace)
+	case s.Storage != "" && !quantity.MatchString(s.Storage):
+		return fmt.Errorf("--storage %q is not a Kubernetes quantity such as 10Gi", s.Storage)
+	case s.StorageClass != "" && (len(s.StorageClass) > 253 || !dnsSubdomain.MatchString(s.StorageClass)):
+		return fmt.Errorf("--storage-class %q is not a DNS-1123 subdomain", s.StorageClass)
+	}
+	for _, a := range s.ProfileArgs {
+		for _, r := range reservedProfileFlags {
+			if a == r || strings.HasPrefix(a, r+"=") {
+				return fmt.Errorf("profile flag %s is set by the manifest (each shard's index, the run id, the coordinator and the artifact path)", r)
+			}
+		}
+	}
+	return nil
+}
+
+// MaxJobShards bounds a Kubernetes sharded run (an Indexed Job allows up to 100,000
+// completions; every shard is a pod and a coordinator registration).
+const MaxJobShards = 1000
+
+// JobManifest renders the run's objects as one multi-document YAML stream: a
+// ReadWriteMany PersistentVolumeClaim for the artifacts, the coordinator (a Job of one pod
+// running `inferprobe coordinate`), a headless Service giving it a stable name, and the
+// shards (an Indexed Job, completions = parallelism = Shards) running `inferprobe profile`,
+// each shard K writing /artifacts/<run id>/shard-K.jsonl. Errors: Validate's.
+func JobManifest(s JobSpec) ([]byte, error) {
+	if s.Storage == "" {
+		s.Storage = "10Gi"
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	coordinator := fmt.Sprintf("http://%s-coordinator:%d", s.Name, CoordinatorPort)
+	if s.Namespace != "" {
+		coordinator = fmt.Sprintf("http://%s-coordinator.%s.svc:%d", s.Name, s.Namespace, CoordinatorPort)
+	}
+	profile := append([]string{"profile"}, s.ProfileArgs...)
+	profile = append(profile, "--shards", fmt.Sprint(s.Shards), "--run-id", s.RunID, "--coordinator", coordinator,
+		"--output", "/artifacts/"+s.RunID+"/shard-$(SHARD_INDEX).jsonl", "--quiet")
+	coord := []string{"coordinate", "--shards", fmt.Sprint(s.Shards), "--listen", fmt.Sprintf(":%d", CoordinatorPort)}
+	data := map[string]any{"S": s, "Port": CoordinatorPort, "ProfileArgs": jsonList(profile), "CoordArgs": jsonList(coord),
+		"Image": jsonString(s.Image), "RunID": jsonString(s.RunID)}
+	var b bytes.Buffer
+	if err := manifestTemplate.Execute(&b, data); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func jsonList(v []string) string { b, _ := json.Marshal(v); return string(b) }
+func jsonString(v string) string { b, _ := json.Marshal(v); return string(b) }
+
+var manifestTemplate = template.Must(template.New("job").Parse(`# inferprobe sharded run {{.S.Name}}: {{.S.Shards}} load-generator shards of run {{.RunID}}.
+# Generated by inferprobe k8s-job. Apply, wait for the shards Job, then analyse the shards
+# together from any pod that mounts the claim: inferprobe analyze /artifacts/<run id>/
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: {{.S.Name}}-artifacts{{if .S.Namespace}}
+  namespace: {{.S.Namespace}}{{end}}
+  labels:
+    app.kubernetes.io/name: inferprobe
+    app.kubernetes.io/instance: {{.S.Name}}
+spec:
+  accessModes: ["ReadWriteMany"]{{if .S.StorageClass}}
+  storageClassName: {{.S.StorageClass}}{{end}}
+  resources:
+    requests:
+      storage: {{.S.Storage}}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{.S.Name}}-coordinator{{if .S.Namespace}}
+  namespace: {{.S.Namespace}}{{end}}
+  labels:
+    app.kubernetes.io/name: inferprobe
+    app.kubernetes.io/instance: {{.S.Name}}
+spec:
+  clusterIP: None
+  publishNotReadyAddresses: true
+  selector:
+    app.kubernetes.io/component: coordinator
+    app.kubernetes.io/instance: {{.S.Name}}
+  ports:
+    - name: coordinator
+      port: {{.Port}}
+      targetPort: coordinator
+      protocol: TCP
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{.S.Name}}-coordinator{{if .S.Namespace}}
+  namespace: {{.S.Namespace}}{{end}}
+  labels:
+    app.kubernetes.io/name: inferprobe
+    app.kubernetes.io/instance: {{.S.Name}}
+spec:
+  completions: 1
+  parallelism: 1
+  backoffLimit: 0
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/name: inferprobe
+        app.kubernetes.io/component: coordinator
+        app.kubernetes.io/instance: {{.S.Name}}
+    spec:
+      restartPolicy: Never
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 65532
+        runAsGroup: 65532
+        seccompProfile:
+          type: RuntimeDefault
+      containers:
+        - name: coordinator
+          image: {{.Image}}
+          args: {{.CoordArgs}}
+          ports:
+            - name: coordinator
+              containerPort: {{.Port}}
+              protocol: TCP
+          readinessProbe:
+            httpGet:
+              path: /v1/time
+              port: coordinator
+            periodSeconds: 2
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{.S.Name}}-shards{{if .S.Namespace}}
+  namespace: {{.S.Namespace}}{{end}}
+  labels:
+    app.kubernetes.io/name: inferprobe
+    app.kubernetes.io/instance: {{.S.Name}}
+spec:
+  completionMode: Indexed
+  completions: {{.S.Shards}}
+  parallelism: {{.S.Shards}}
+  backoffLimit: 0
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/name: inferprobe
+        app.kubernetes.io/component: shard
+        app.kubernetes.io/instance: {{.S.Name}}
+    spec:
+      restartPolicy: Never
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 65532
+        runAsGroup: 65532
+        fsGroup: 65532
+        seccompProfile:
+          type: RuntimeDefault
+      containers:
+        - name: shard
+          image: {{.Image}}
+          args: {{.ProfileArgs}}
+          env:
+            - name: SHARD_INDEX
+              valueFrom:
+                fieldRef:
+                  fieldPath: metadata.annotations['batch.kubernetes.io/job-completion-index']
+            - name: OPENAI_API_KEY
+              valueFrom:
+                secretKeyRef:
+                  name: inferprobe-api-key
+                  key: api-key
+                  optional: true
+          volumeMounts:
+            - name: artifacts
+              mountPath: /artifacts
+      volumes:
+        - name: artifacts
+          persistentVolumeClaim:
+            claimName: {{.S.Name}}-artifacts
+`))
