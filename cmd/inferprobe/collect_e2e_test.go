@@ -86,18 +86,20 @@ func TestCollectServerBesideProfile(t *testing.T) {
 	dir := t.TempDir()
 	tel := filepath.Join(dir, "server.jsonl")
 	before := rssOf(t, simCmd.Process.Pid)
-	coll := cliChild(t, "collect-server", "--run-id", "e2e-run", "--pid", strconv.Itoa(simCmd.Process.Pid), "--output", tel, "--no-gpu", "--interval", "0.2")
+	coll := cliChild(t, "collect-server", "--run-id", "e2e-run", "--pid", strconv.Itoa(simCmd.Process.Pid), "--output", tel, "--no-gpu", "--interval", "0.5")
 	waitForSampleAfter(t, tel, time.Now().UnixNano()) // the collector runs before profile starts
 	out := filepath.Join(dir, "a.jsonl")
 	if code := runQuiet("profile", "--base-url", base+"/v1", "--model", sim.DefaultConfig().Model, "--output", out, "--run-id", "e2e-run",
-		"--concurrency", "4", "--requests", "16", "--input-tokens", "64,128", "--output-tokens", "16", "--system-sampler", "none"); code != 0 {
+		"--concurrency", "4", "--requests", "48", "--input-tokens", "64,128", "--output-tokens", "16", "--system-sampler", "none"); code != 0 {
 		t.Fatalf("profile exit %d", code)
 	}
 	after := rssOf(t, simCmd.Process.Pid)
 	// A sample after the run's end, so every case window is covered to its end. The
-	// interval (200 ms) is what a late sample may lag the window start by: a shorter one
-	// failed under load (collector_started_after_window_start).
-	waitForSampleAfter(t, tel, time.Now().UnixNano()+int64(100*time.Millisecond))
+	// interval (500 ms) is how late a sample may be after the window start, or how early
+	// the last one before its end: shorter ones failed on a loaded CI host
+	// (collector_started_after_window_start at 50 ms, collector_stopped_before_window_end at
+	// 200 ms), so the cases run 48 requests (about 1.5 s each) to hold several samples.
+	waitForSampleAfter(t, tel, time.Now().UnixNano()+int64(250*time.Millisecond))
 	_ = coll.Process.Signal(syscall.SIGTERM)
 	if err := coll.Wait(); err != nil {
 		t.Fatalf("collect-server: %v", err)
