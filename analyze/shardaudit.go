@@ -39,6 +39,12 @@ type ShardAudit struct {
 	// (ShardClockMethod); null without one.
 	ClockOffsetNS      *int64 `json:"clock_offset_ns"`
 	ClockUncertaintyNS *int64 `json:"clock_uncertainty_ns"`
+	// CPUUtilization is the highest client CPU utilisation of its measured phases (their
+	// client_health: (user + system CPU) / (wall × CPUs)); null without client health.
+	// ClientLimitedCases are the cases its own self-audit (ClientAuditOf over its requests
+	// and window) finds client-limited on this shard, [] when none.
+	CPUUtilization     *float64 `json:"cpu_utilization"`
+	ClientLimitedCases []string `json:"client_limited_cases"`
 	// MissingWindows are the "case/phase" windows another shard wrote and this one did not.
 	MissingWindows []string `json:"missing_windows"`
 	// Truncated says its last line was cut short (and ignored).
@@ -103,6 +109,7 @@ func auditShards(shards []*Input) []ShardAudit {
 				au.ClockOffsetNS, au.ClockUncertaintyNS = artifact.Ptr(c.OffsetNS), artifact.Ptr(c.UncertaintyNS)
 			}
 		}
+		au.selfAudit(s)
 		have := map[string]bool{}
 		for _, w := range a.PhaseWindows {
 			have[w.CaseID+"/"+w.Phase] = true
@@ -116,6 +123,26 @@ func auditShards(shards []*Input) []ShardAudit {
 		out[k] = au
 	}
 	return out
+}
+
+// selfAudit sets the shard's CPU utilisation and client-limited cases from its measured
+// windows and requests.
+func (au *ShardAudit) selfAudit(s *Input) {
+	au.ClientLimitedCases = []string{}
+	for i := range s.Artifact.PhaseWindows {
+		w := &s.Artifact.PhaseWindows[i]
+		if w.Phase != artifact.PhaseMeasured {
+			continue
+		}
+		c := ClientAuditOf(s.Cases[w.CaseID], w)
+		if u := c.CPUUtilization; u != nil && (au.CPUUtilization == nil || *u > *au.CPUUtilization) {
+			au.CPUUtilization = u
+		}
+		if c.ClientLimited {
+			au.ClientLimitedCases = append(au.ClientLimitedCases, w.CaseID)
+		}
+	}
+	sort.Strings(au.ClientLimitedCases)
 }
 
 // shardsReport is the report's shards block of a merged input (nil for any other).
@@ -148,6 +175,9 @@ func shardProblems(a *ShardAudit) []string {
 	} else if a.Status != artifact.StatusCompleted {
 		out = append(out, fmt.Sprintf("shard %d (%s) ended %s", a.Shard, a.Path, a.Status))
 	}
+	if len(a.ClientLimitedCases) > 0 {
+		out = append(out, fmt.Sprintf("shard %d was client-limited in %s: its load generator, not the server, shaped those cases' numbers", a.Shard, strings.Join(a.ClientLimitedCases, ", ")))
+	}
 	if len(a.MissingWindows) > 0 {
 		out = append(out, fmt.Sprintf("shard %d wrote no phase window for %s: those cases are phase_window_incomplete", a.Shard, strings.Join(a.MissingWindows, ", ")))
 	}
@@ -171,6 +201,9 @@ func renderShards(b io.Writer, r *ShardsReport) {
 		line := fmt.Sprintf("  shard %d: %s, %d requests (%d measured, %d failed, %d dropped)", a.Shard, a.Status, a.RequestRecords, a.MeasuredRequests, a.FailedRequests, a.DroppedRequests)
 		if a.DispatchLagP99MS != nil {
 			line += fmt.Sprintf(", dispatch lag p50 %.3f ms p99 %.3f ms max %.3f ms", *a.DispatchLagP50MS, *a.DispatchLagP99MS, *a.DispatchLagMaxMS)
+		}
+		if a.CPUUtilization != nil {
+			line += fmt.Sprintf(", client CPU %.0f%%", 100**a.CPUUtilization)
 		}
 		if a.ClockOffsetNS != nil {
 			line += fmt.Sprintf(", clock offset %+.3f ms ± %.3f ms", float64(*a.ClockOffsetNS)/1e6, float64(*a.ClockUncertaintyNS)/1e6)

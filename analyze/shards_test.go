@@ -55,3 +55,38 @@ func TestMergeRefusesOneIndexFromTwoShards(t *testing.T) {
 		t.Fatalf("no parts: %v", err)
 	}
 }
+
+// Each shard's self-audit: its CPU utilisation from its measured window's client health and
+// the cases its own requests show client-limited.
+func TestShardSelfAudit(t *testing.T) {
+	part := func(k int64, cpu float64, held bool) *Input {
+		w := artifact.PhaseWindow{SessionID: "s", CaseID: "c", Phase: artifact.PhaseMeasured,
+			StartedAtNS: artifact.Ptr(int64(0)), DrainedAtNS: artifact.Ptr(int64(2e9)),
+			ClientHealth: &artifact.ClientHealth{CPUUserSeconds: artifact.Ptr(cpu), CPUSystemSeconds: artifact.Ptr(0.0), CPUs: 2}}
+		a := &artifact.Artifact{Path: "s" + string(rune('0'+k)), Sessions: []artifact.Session{{SessionID: "s", Status: artifact.StatusCompleted}},
+			Workload:     &artifact.Workload{WorkloadDigest: "d", Shard: &artifact.ShardInfo{Shard: k, Shards: 2, RunID: "r"}},
+			PhaseWindows: []artifact.PhaseWindow{w}}
+		idx := k
+		r := Request{Request: artifact.Request{SessionID: "s", CaseID: "c", Phase: artifact.PhaseMeasured, Status: StatusOK, RequestIndex: &idx, Shard: &k}}
+		r.HeldForSlot = artifact.Ptr(held)
+		return &Input{Artifact: a, Cases: map[string][]Request{"c": {r}}, RequestRecords: 1}
+	}
+	in, err := MergeShards([]*Input{part(0, 1, false), part(1, 3.8, true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// CPU: 1 s and 3.8 s over 2 s × 2 CPUs.
+	s0, s1 := in.Shards[0], in.Shards[1]
+	if !near(s0.CPUUtilization, 0.25) || !near(s1.CPUUtilization, 0.95) || len(s0.ClientLimitedCases) != 0 ||
+		len(s1.ClientLimitedCases) != 1 || s1.ClientLimitedCases[0] != "c" {
+		t.Fatalf("audits %+v / %+v", s0, s1)
+	}
+	rep := shardsReport(in)
+	var found bool
+	for _, p := range rep.Problems {
+		found = found || p == "shard 1 was client-limited in c: its load generator, not the server, shaped those cases' numbers"
+	}
+	if !found {
+		t.Fatalf("problems %q", rep.Problems)
+	}
+}
