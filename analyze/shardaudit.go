@@ -175,9 +175,6 @@ func shardProblems(a *ShardAudit) []string {
 	} else if a.Status != artifact.StatusCompleted {
 		out = append(out, fmt.Sprintf("shard %d (%s) ended %s", a.Shard, a.Path, a.Status))
 	}
-	if len(a.ClientLimitedCases) > 0 {
-		out = append(out, fmt.Sprintf("shard %d was client-limited in %s: its load generator, not the server, shaped those cases' numbers", a.Shard, strings.Join(a.ClientLimitedCases, ", ")))
-	}
 	if len(a.MissingWindows) > 0 {
 		out = append(out, fmt.Sprintf("shard %d wrote no phase window for %s: those cases are phase_window_incomplete", a.Shard, strings.Join(a.MissingWindows, ", ")))
 	}
@@ -204,6 +201,9 @@ func renderShards(b io.Writer, r *ShardsReport) {
 		}
 		if a.CPUUtilization != nil {
 			line += fmt.Sprintf(", client CPU %.0f%%", 100**a.CPUUtilization)
+		}
+		if len(a.ClientLimitedCases) > 0 {
+			line += ", client-limited in " + strings.Join(a.ClientLimitedCases, ", ")
 		}
 		if a.ClockOffsetNS != nil {
 			line += fmt.Sprintf(", clock offset %+.3f ms ± %.3f ms", float64(*a.ClockOffsetNS)/1e6, float64(*a.ClockUncertaintyNS)/1e6)
