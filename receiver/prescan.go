@@ -171,113 +171,96 @@ func (s *protoScanner) add(field *int) error {
 	return nil
 }
 
-// request walks ExportTraceServiceRequest: resource_spans = 1.
-func (s *protoScanner) request(b []byte) error {
+// eachField calls f with the field number and bytes of each length-delimited field of the
+// message b, in order (other wire types are skipped), and stops at f's first error or a
+// malformed field.
+func eachField(b []byte, f func(num int32, v []byte) error) error {
 	for {
 		num, v, rest, ok, err := nextLen(b)
 		if err != nil || !ok {
 			return err
 		}
 		b = rest
-		if num == 1 {
-			if err := s.add(&s.c.ResourceSpans); err != nil {
-				return err
-			}
-			if err := s.resourceSpans(v); err != nil {
-				return err
-			}
+		if err := f(num, v); err != nil {
+			return err
 		}
 	}
+}
+
+// request walks ExportTraceServiceRequest: resource_spans = 1.
+func (s *protoScanner) request(b []byte) error {
+	return eachField(b, func(num int32, v []byte) error {
+		if num != 1 {
+			return nil
+		}
+		if err := s.add(&s.c.ResourceSpans); err != nil {
+			return err
+		}
+		return s.resourceSpans(v)
+	})
 }
 
 // resourceSpans walks ResourceSpans: resource = 1 (Resource: attributes =
 // 1), scope_spans = 2.
 func (s *protoScanner) resourceSpans(b []byte) error {
-	for {
-		num, v, rest, ok, err := nextLen(b)
-		if err != nil || !ok {
-			return err
-		}
-		b = rest
+	return eachField(b, func(num int32, v []byte) error {
 		switch num {
 		case 1:
-			err = s.attributesOf(v, 1)
+			return s.attributesOf(v, 1)
 		case 2:
-			if err = s.add(&s.c.ScopeSpans); err == nil {
-				err = s.scopeSpans(v)
-			}
+			return s.counted(&s.c.ScopeSpans, func() error { return s.scopeSpans(v) })
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return nil
+	})
 }
 
 // scopeSpans walks ScopeSpans: scope = 1 (InstrumentationScope: attributes
 // = 3), spans = 2.
 func (s *protoScanner) scopeSpans(b []byte) error {
-	for {
-		num, v, rest, ok, err := nextLen(b)
-		if err != nil || !ok {
-			return err
-		}
-		b = rest
+	return eachField(b, func(num int32, v []byte) error {
 		switch num {
 		case 1:
-			err = s.attributesOf(v, 3)
+			return s.attributesOf(v, 3)
 		case 2:
-			if err = s.add(&s.c.Spans); err == nil {
-				err = s.span(v)
-			}
+			return s.counted(&s.c.Spans, func() error { return s.span(v) })
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return nil
+	})
 }
 
 // span walks Span: attributes = 9, events = 11 (Event: attributes = 3),
 // links = 13 (Link: attributes = 4).
 func (s *protoScanner) span(b []byte) error {
-	for {
-		num, v, rest, ok, err := nextLen(b)
-		if err != nil || !ok {
-			return err
-		}
-		b = rest
+	return eachField(b, func(num int32, v []byte) error {
 		switch num {
 		case 9:
-			err = s.keyValue(v, 0)
+			return s.keyValue(v, 0)
 		case 11:
-			if err = s.add(&s.c.Events); err == nil {
-				err = s.attributesOf(v, 3)
-			}
+			return s.counted(&s.c.Events, func() error { return s.attributesOf(v, 3) })
 		case 13:
-			if err = s.add(&s.c.Links); err == nil {
-				err = s.attributesOf(v, 4)
-			}
+			return s.counted(&s.c.Links, func() error { return s.attributesOf(v, 4) })
 		}
-		if err != nil {
-			return err
-		}
+		return nil
+	})
+}
+
+// counted counts one element into *field (add), then walks it.
+func (s *protoScanner) counted(field *int, walk func() error) error {
+	if err := s.add(field); err != nil {
+		return err
 	}
+	return walk()
 }
 
 // attributesOf walks a message whose repeated KeyValue attributes have
 // field number field, ignoring its other fields.
 func (s *protoScanner) attributesOf(b []byte, field int32) error {
-	for {
-		num, v, rest, ok, err := nextLen(b)
-		if err != nil || !ok {
-			return err
+	return eachField(b, func(num int32, v []byte) error {
+		if num != field {
+			return nil
 		}
-		b = rest
-		if num == field {
-			if err := s.keyValue(v, 0); err != nil {
-				return err
-			}
-		}
-	}
+		return s.keyValue(v, 0)
+	})
 }
 
 // keyValue counts one KeyValue (key = 1, value = 2) whose value is nested
@@ -289,18 +272,12 @@ func (s *protoScanner) keyValue(b []byte, depth int) error {
 	if depth > s.c.Depth {
 		s.c.Depth = depth
 	}
-	for {
-		num, v, rest, ok, err := nextLen(b)
-		if err != nil || !ok {
-			return err
+	return eachField(b, func(num int32, v []byte) error {
+		if num != 2 {
+			return nil
 		}
-		b = rest
-		if num == 2 {
-			if err := s.anyValue(v, depth); err != nil {
-				return err
-			}
-		}
-	}
+		return s.anyValue(v, depth)
+	})
 }
 
 // anyValue walks an AnyValue nested depth levels deep: array_value = 5
@@ -313,58 +290,36 @@ func (s *protoScanner) anyValue(b []byte, depth int) error {
 	if depth > s.lim.maxDepth {
 		return fmt.Errorf("%w: attribute values nested deeper than %d levels", errOverLimit, s.lim.maxDepth)
 	}
-	for {
-		num, v, rest, ok, err := nextLen(b)
-		if err != nil || !ok {
-			return err
-		}
-		b = rest
+	return eachField(b, func(num int32, v []byte) error {
 		switch num {
 		case 5:
-			err = s.arrayValue(v, depth+1)
+			return s.arrayValue(v, depth+1)
 		case 6:
-			err = s.kvlist(v, depth+1)
+			return s.kvlist(v, depth+1)
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return nil
+	})
 }
 
 // arrayValue walks an ArrayValue whose values (field 1) are depth levels deep.
 func (s *protoScanner) arrayValue(b []byte, depth int) error {
-	for {
-		num, v, rest, ok, err := nextLen(b)
-		if err != nil || !ok {
-			return err
+	return eachField(b, func(num int32, v []byte) error {
+		if num != 1 {
+			return nil
 		}
-		b = rest
-		if num == 1 {
-			if err := s.add(&s.c.Values); err != nil {
-				return err
-			}
-			if err := s.anyValue(v, depth); err != nil {
-				return err
-			}
-		}
-	}
+		return s.counted(&s.c.Values, func() error { return s.anyValue(v, depth) })
+	})
 }
 
 // kvlist walks a KeyValueList whose entries (field 1) hold values depth
 // levels deep.
 func (s *protoScanner) kvlist(b []byte, depth int) error {
-	for {
-		num, v, rest, ok, err := nextLen(b)
-		if err != nil || !ok {
-			return err
+	return eachField(b, func(num int32, v []byte) error {
+		if num != 1 {
+			return nil
 		}
-		b = rest
-		if num == 1 {
-			if err := s.keyValue(v, depth); err != nil {
-				return err
-			}
-		}
-	}
+		return s.keyValue(v, depth)
+	})
 }
 
 // scanJSONExport pre-counts an OTLP/JSON body without decoding it: every
