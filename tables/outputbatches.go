@@ -13,6 +13,8 @@ const (
 	WorkerUtilizationFile  = WorkerPlotsDir + "/worker_utilization_ratio.csv"
 	WorkerIdleSummaryFile  = WorkerPlotsDir + "/worker_idle_gap_summary.csv"
 	WorkerPhaseTotalsFile  = WorkerPlotsDir + "/worker_batch_phase_time_totals.csv"
+	// WorkerBatchSizeFigure draws worker_batch_metrics.csv's batch_size over time.
+	WorkerBatchSizeFigure = WorkerPlotsDir + "/worker_batch_size_over_time.png"
 )
 
 // batchTables describes the per-batch files besides worker_batch_metrics.csv and the CDFs.
@@ -62,6 +64,9 @@ func (o *output) writeBatches(dir string) error {
 				}
 			}
 		}
+		if err := removeFile(dir, WorkerBatchSizeFigure); err != nil {
+			return err
+		}
 		return removeFile(dir, pngOf(WorkerTimelineFile))
 	}
 	e.Written, e.Why, e.Steps, e.Workers, e.ClockSource = true, "", len(bs.rows), bs.workers, bs.clock.Source
@@ -91,6 +96,7 @@ func (o *output) writeBatches(dir string) error {
 		e.Tables = append(e.Tables, t)
 	}
 	o.timelineFigure(tl)
+	o.batchSizeFigure()
 	if err := o.batchCDFs(dir, included); err != nil {
 		return err
 	}
@@ -192,21 +198,88 @@ func sketchQuantiles(xs, q []float64) ([]float64, error) {
 	return s.GetValuesAtQuantiles(q)
 }
 
-// timelineFigure queues worker_timeline.png: per worker its state over time as a step line
-// (0 idle, 1 queued, 2 busy; a gap between trace windows drawn at idle).
+// TimelineBins is the number of time bins of worker_timeline.png.
+const TimelineBins = 200
+
+// timelineFigure queues worker_timeline.png: per worker the busy and the queued share of
+// its timeline time in each of TimelineBins equal bins from the first row's start to the
+// last row's end (a bin the worker has no row in is not drawn: the line joins its
+// neighbours).
 func (o *output) timelineFigure(tl []interval) {
-	level := map[string]float64{StateIdle: 0, StateQueued: 1, StateBusy: 2}
+	if len(tl) == 0 {
+		return
+	}
+	lo, hi := tl[0].startNS, tl[0].endNS
+	for _, r := range tl {
+		lo, hi = min(lo, r.startNS), max(hi, r.endNS)
+	}
+	flo := float64(lo)
+	width := max((float64(hi)-flo)/TimelineBins, 1)
 	var curves []curve
 	for i := 0; i < len(tl); {
 		w := tl[i].worker
-		var xs, ys []float64
+		var covered, busy, queued [TimelineBins]float64
 		for ; i < len(tl) && tl[i].worker == w; i++ {
-			lo, hi := float64(tl[i].startNS-o.base)/1e9, float64(tl[i].endNS-o.base)/1e9
-			xs, ys = append(xs, lo, hi), append(ys, level[tl[i].state], level[tl[i].state])
+			r := tl[i]
+			start, end := float64(r.startNS), float64(r.endNS)
+			for k := min(max(int((start-flo)/width), 0), TimelineBins); k < TimelineBins; k++ {
+				blo, bhi := flo+float64(k)*width, flo+float64(k+1)*width
+				if blo >= end {
+					break
+				}
+				d := min(bhi, end) - max(blo, start)
+				if d <= 0 {
+					continue
+				}
+				covered[k] += d
+				switch r.state {
+				case StateBusy:
+					busy[k] += d
+				case StateQueued:
+					queued[k] += d
+				}
+			}
 		}
-		curves = append(curves, curve{label: "worker " + w, xys: xys(xs, ys)})
+		var xs, bs, qs []float64
+		for k := range covered {
+			if covered[k] > 0 {
+				xs = append(xs, (flo+(float64(k)+0.5)*width-float64(o.base))/1e9)
+				bs, qs = append(bs, busy[k]/covered[k]), append(qs, queued[k]/covered[k])
+			}
+		}
+		curves = append(curves, curve{label: "worker " + w + " busy", xys: xys(xs, bs)}, curve{label: "worker " + w + " queued", xys: xys(xs, qs)})
 	}
-	o.addFigure(&figure{file: pngOf(WorkerTimelineFile), kind: kindLine, title: "worker_timeline: state per worker (0 idle, 1 queued, 2 busy)",
-		xLabel: "Time (s) since the first arrival", yLab: "state", curves: curves},
-		WorkerTimelineFile, GroupBatches, "Each worker's state over its trace windows: busy while a step runs, queued between steps while requests wait, else idle", SourceIteration+"+"+SourceScrape)
+	o.addFigure(&figure{file: pngOf(WorkerTimelineFile), kind: kindLine, title: fmt.Sprintf("worker_timeline: busy and queued share per worker (%d bins)", TimelineBins),
+		xLabel: "Time (s) since the first arrival", yLab: "share of the bin", curves: curves},
+		WorkerTimelineFile, GroupBatches, "Share of each time bin a worker was busy (a step ran) or queued (between steps while requests waited), over its trace windows", SourceIteration+"+"+SourceScrape)
+}
+
+// batchSizeFigure queues worker_batch_size_over_time.png: each worker's batch_size at its
+// steps' host starts (seconds since the first arrival), at most CDFRows points per worker
+// (Downsample).
+func (o *output) batchSizeFigure() {
+	bs := o.batches
+	var curves []curve
+	for i := 0; i < len(bs.rows); {
+		w := bs.rows[i].worker
+		var ts, ns []float64
+		for ; i < len(bs.rows) && bs.rows[i].worker == w; i++ {
+			if n, ok := sum2(bs.rows[i].it.ContextRequests, bs.rows[i].it.GenRequests); ok {
+				ts, ns = append(ts, float64(bs.rows[i].startNS-o.base)/1e9), append(ns, n)
+			}
+		}
+		var xs, ys []float64
+		for _, k := range Downsample(len(ts), CDFRows) {
+			xs, ys = append(xs, ts[k]), append(ys, ns[k])
+		}
+		if len(xs) > 0 {
+			curves = append(curves, curve{label: "worker " + w, xys: xys(xs, ys)})
+		}
+	}
+	if len(curves) == 0 {
+		return
+	}
+	o.addFigure(&figure{file: WorkerBatchSizeFigure, kind: kindLine, title: "batch_size per step over time",
+		xLabel: "Time (s) since the first arrival (step start)", yLab: "batch_size (requests)", curves: curves},
+		WorkerBatchMetricsFile, GroupBatches, "Requests in each step's batch (context plus generation requests) over time, per worker", SourceIteration)
 }
