@@ -107,6 +107,15 @@ func TestTablesBatchFilesGolden(t *testing.T) {
 			t.Errorf("line %d: %q, want value %v worker %s", c.line, lines[c.line], want, c.id)
 		}
 	}
+	page := readFile(t, filepath.Join(dir, IndexFile))
+	at := strings.Index(page, "<h2>batches</h2>")
+	if at < 0 {
+		t.Fatal("index.html has no batches group")
+	}
+	if b := page[at:]; !strings.Contains(b, "worker_timeline.png") ||
+		!strings.Contains(b, "Per-worker CDF (101 quantiles) of the step&#39;s GPU busy time") || strings.Contains(b, whyNoSteps) {
+		t.Error("index.html's batches group lacks the timeline picture or the execution-time caption, or says there are no steps")
+	}
 	m := readManifest(t, dir)
 	if !m.Batches.Written || m.Batches.Steps != 5 || strings.Join(m.Batches.Workers, ",") != "0,1" || m.Batches.ClockSource != "same_host" {
 		t.Errorf("manifest batches: %+v", m.Batches)
