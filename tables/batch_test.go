@@ -117,7 +117,7 @@ func TestTablesBatchFilesGolden(t *testing.T) {
 		t.Error("index.html's batches group lacks the timeline picture or the execution-time caption, or says there are no steps")
 	}
 	m := readManifest(t, dir)
-	if !m.Batches.Written || m.Batches.Steps != 5 || strings.Join(m.Batches.Workers, ",") != "0,1" || m.Batches.ClockSource != "same_host" {
+	if !m.Batches.Written || len(m.Batches.Files) != 13 || m.Batches.Steps != 5 || strings.Join(m.Batches.Workers, ",") != "0,1" || m.Batches.ClockSource != "same_host" {
 		t.Errorf("manifest batches: %+v", m.Batches)
 	}
 	var left []string

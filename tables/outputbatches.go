@@ -50,8 +50,8 @@ var batchFiles = func() []string {
 func batchCDFFile(name string) string { return WorkerPlotsDir + "/worker_" + name + ".csv" }
 
 // writeBatches writes the per-batch files from the placed steps (o.batches), with their
-// pictures and the manifest's batches entry; without placed steps it removes them and the
-// entry says why.
+// pictures and the manifest's batches entry (Files: those written); without placed steps it
+// removes them and the entry lists them all and says why.
 func (o *output) writeBatches(dir string) error {
 	bs := o.batches
 	e := BatchesEntry{Files: slices.Clone(batchFiles), Why: bs.why, Source: SourceIteration, WorkerType: WorkerType, Workers: []string{}}
@@ -99,6 +99,12 @@ func (o *output) writeBatches(dir string) error {
 	o.batchSizeFigure()
 	if err := o.batchCDFs(dir, included); err != nil {
 		return err
+	}
+	e.Files = e.Files[:1+len(batchTables)]
+	for _, c := range included {
+		if batchColumns[c].cdf {
+			e.Files = append(e.Files, batchCDFFile(batchColumns[c].name))
+		}
 	}
 	o.m.Batches = e
 	return nil
