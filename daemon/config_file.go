@@ -127,6 +127,9 @@ type ProbeFile struct {
 	Continuous bool      `yaml:"continuous"`
 	Workload   yaml.Node `yaml:"workload"`
 	SpansDrain *Duration `yaml:"spans_drain"`
+	// Tables writes each run's tables (inferprobe tables) beside its artifact (run probes
+	// only).
+	Tables bool `yaml:"tables"`
 	// Search is a search probe's capacity search (kind: search only).
 	Search *SearchFile `yaml:"search"`
 }

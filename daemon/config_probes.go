@@ -37,11 +37,14 @@ type Probe struct {
 	// that no run finds the previous run's prompts in the server's prefix cache. An
 	// explicit seed is every run's seed.
 	RunSeed bool
+	// Tables: each run also writes its tables (package tables: sangam's CSVs, pictures,
+	// index.html, timeline.json) into TablesDir of its artifact, when the run ends.
+	Tables bool
 	// key identifies what the probe sends and where: its workload, its target and the
 	// target's scrape. A reload restarts a probe whose key changed (its running run stops
 	// gracefully).
 	key string
-	// settings identifies the rest of its definition: schedule, span drain and SLO. A reload
+	// settings identifies the rest of its definition: schedule, span drain, tables and SLO. A reload
 	// that changes only these hands them to the running loop: they take effect from the
 	// next run (the schedule from the next start), without interrupting the running one.
 	settings string
@@ -110,7 +113,7 @@ func loadProbe(key string, p ProbeFile, targets map[string]*Target, slos map[str
 	}
 	// The target's name is a label of every series of the probe: renaming it restarts the probe.
 	pr.key = string(def) + "\x1f" + tg.Name + "\x1f" + tg.MetricsURL + "\x1f" + tg.ScrapeInterval.String() + "\x1f" + kind + searchKey(p.Search)
-	pr.settings = fmt.Sprintf("%v\x1f%v\x1f%v", pr.Every, pr.Continuous, pr.SpansDrain)
+	pr.settings = fmt.Sprintf("%v\x1f%v\x1f%v\x1f%v", pr.Every, pr.Continuous, pr.SpansDrain, pr.Tables)
 	if pr.SLO != nil {
 		pr.settings += "\x1f" + pr.SLO.Name + "\x1f" + pr.SLO.Policy.Digest() + "\x1f" + fmt.Sprint(pr.SLO.Objective)
 	}
@@ -123,12 +126,16 @@ var (
 	spansDrainRange = artifact.Range{Min: 0, Max: 600, Unit: "seconds"}
 )
 
-// loadSchedule checks a probe's name, target, SLO, schedule and span drain.
+// loadSchedule checks a probe's name, target, SLO, schedule, span drain and tables (run
+// probes only).
 func loadSchedule(key string, p ProbeFile, targets map[string]*Target, slos map[string]*SLO) (*Probe, error) {
 	if !nameRe.MatchString(p.Name) {
 		return nil, cfgErr(key+".name", "want 1-64 letters, digits, '_', '.', '-', not %q", p.Name)
 	}
-	pr := &Probe{Name: p.Name, Continuous: p.Continuous, SpansDrain: DefaultSpansDrain}
+	pr := &Probe{Name: p.Name, Continuous: p.Continuous, SpansDrain: DefaultSpansDrain, Tables: p.Tables}
+	if p.Tables && p.Kind == KindSearch {
+		return nil, cfgErr(key+".tables", "is for a run probe: a search probe's runs write no tables")
+	}
 	if pr.Target = targets[p.Target]; pr.Target == nil {
 		return nil, cfgErr(key+".target", "no target is named %q", p.Target)
 	}

@@ -46,6 +46,7 @@ func TestProbeKey(t *testing.T) {
 		"slo criteria":  replace(baseYAML, `"e2e:2000"`, `"e2e:2001"`),
 		"slo objective": replace(baseYAML, `"e2e:2000"]`, "\"e2e:2000\"]\n    objective: 0.9"),
 		"no slo":        replace(baseYAML, "    slo: chat\n", ""),
+		"tables":        replace(baseYAML, "every: 5m", "every: 5m\n    tables: true"),
 	}
 	for name, text := range settings {
 		if p := probe(text); p.key != p0.key || p.settings == p0.settings {

@@ -80,6 +80,7 @@ func TestSearchProbeKey(t *testing.T) {
 func TestSearchProbeErrors(t *testing.T) {
 	for _, tc := range []struct{ name, text, want string }{
 		{"unknown kind", replace(searchYAML, "kind: search", "kind: sweep"), `config: probes[1].kind: want run or search, not "sweep" (line 18)`},
+		{"tables on a search probe", replace(searchYAML, "kind: search", "kind: search\n    tables: true"), "config: probes[1].tables: is for a run probe: a search probe's runs write no tables (line 19)"},
 		{"search without kind", replace(searchYAML, "    kind: search\n", ""), "config: probes[1].search: only a probe of kind: search has a search block (line 21)"},
 		{"over", replace(searchYAML, "over: rate", "over: tokens"), `config: probes[1].search.over: want concurrency or rate, not "tokens" (line 23)`},
 		{"min not a number", replace(searchYAML, "min: 2", "min: two"), `config: probes[1].search.min: want a number, not a string "two" (line 24)`},

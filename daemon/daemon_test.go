@@ -131,6 +131,7 @@ probes:
     slo: chat
     every: 1h
     spans_drain: 2s
+    tables: true
     workload: {concurrency: [2], requests: 4, warmup-requests: 1}
   - name: p2
     target: sim
@@ -153,6 +154,19 @@ probes:
 	// reaches its own run: p1 sent 5 requests (1 warmup), p2 3.
 	if n1 != 5 || n2 != 3 {
 		t.Fatalf("spans routed: p1 %d, p2 %d; want 5 and 3, each run's own", n1, n2)
+	}
+	// p1 (tables: true) wrote its run's tables beside its artifact: its 4 measured requests,
+	// each with its joined span's columns; p2 wrote none.
+	tdir := TablesDir(byProbe["p1"].Path)
+	if b, err := os.ReadFile(filepath.Join(tdir, "request_metrics.csv")); err != nil ||
+		strings.Count(string(b), "\n") != 5 || !strings.Contains(string(b), "request_unaccounted_time") {
+		t.Errorf("p1's tables (%s): %v\n%s", tdir, err, b)
+	}
+	if _, err := os.Stat(filepath.Join(tdir, "index.html")); err != nil {
+		t.Error(err)
+	}
+	if _, err := os.Stat(TablesDir(byProbe["p2"].Path)); !os.IsNotExist(err) {
+		t.Errorf("p2 (no tables) has a tables directory: %v", err)
 	}
 
 	for _, c := range []struct {

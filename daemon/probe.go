@@ -18,6 +18,7 @@ import (
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/exporter"
 	"github.com/inferprobe/inferprobe/run"
+	"github.com/inferprobe/inferprobe/tables"
 )
 
 // runLength is the expected length of one run (continuous probes start the next at its
@@ -244,6 +245,13 @@ func (l *probeLoop) execute(p *Probe, dcfg *Config) (RunResult, bool) {
 	if d.recv != nil {
 		spec.Spans, spec.SpansDrain = d.feed, p.SpansDrain
 	}
+	if p.Tables {
+		ts, out := tables.New(TablesDir(spec.Output)), spec.Output
+		// The artifact writer is closed before the sinks after it: the summary analyses
+		// the finished artifact.
+		ts.SetSummary(func() (tables.Summary, error) { return tables.SummaryFile(d.runCtx, out) })
+		spec.Sinks = append(spec.Sinks, ts)
+	}
 	pl := run.New(spec)
 	l.mu.Lock()
 	if l.stopped {
@@ -262,10 +270,16 @@ func (l *probeLoop) execute(p *Probe, dcfg *Config) (RunResult, bool) {
 	return out, res.Succeeded()
 }
 
+// TablesDir is the directory of a run artifact's tables (a probe with tables: true): the
+// artifact's path without ".jsonl", plus ".tables".
+func TablesDir(artifactPath string) string {
+	return strings.TrimSuffix(artifactPath, ".jsonl") + ".tables"
+}
+
 // retain removes a probe's oldest artifacts beyond keep (0: no limit) and those last
 // modified more than maxAge before now (0: no limit). Artifacts are the *.jsonl files of dir
-// and, for a search probe, its search directories (removed whole), named so that their
-// names sort by start time.
+// (each with its tables directory, TablesDir) and, for a search probe, its search
+// directories (removed whole), named so that their names sort by start time.
 func retain(dir string, keep int, maxAge time.Duration, now time.Time) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -289,9 +303,16 @@ func retain(dir string, keep int, maxAge time.Duration, now time.Time) error {
 				remove = true
 			}
 		}
-		if remove {
-			if err := os.RemoveAll(filepath.Join(dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
-				errs = append(errs, fmt.Errorf("removing %s: %w", n, err))
+		if !remove {
+			continue
+		}
+		paths := []string{n}
+		if strings.HasSuffix(n, ".jsonl") {
+			paths = append(paths, TablesDir(n))
+		}
+		for _, q := range paths {
+			if err := os.RemoveAll(filepath.Join(dir, q)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("removing %s: %w", q, err))
 			}
 		}
 	}

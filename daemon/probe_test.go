@@ -84,6 +84,22 @@ func TestRetain(t *testing.T) {
 			}
 		})
 	}
+	// An artifact's tables directory goes with it; another's stays.
+	dir := artifactsFixture(t, now)
+	for _, n := range []string{name(10, 0), name(0, 3)} {
+		if err := os.Mkdir(filepath.Join(dir, TablesDir(n)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dir, TablesDir(n)), "index.html", "x")
+	}
+	if err := retain(dir, 3, 0, now); err != nil {
+		t.Fatal(err)
+	}
+	want := append([]string{name(5, 1), name(2, 2), name(0, 3), TablesDir(name(0, 3))}, others...)
+	sort.Strings(want)
+	if got := listDir(t, dir); !reflect.DeepEqual(got, want) {
+		t.Fatalf("left\n %q\nwant\n %q", got, want)
+	}
 	if err := retain(filepath.Join(t.TempDir(), "missing"), 1, time.Hour, now); err != nil {
 		t.Fatalf("a missing directory: %v", err)
 	}

@@ -14,7 +14,8 @@ import (
 // the sent warmup requests' join keys, the measured requests (each case's in file order, the
 // cases in the order of their first request's record time, which is the file order of a run
 // whose cases follow one another), the infer.vllm_span records and the infer.vllm_scrape
-// records. The Sink keeps pointers into in: in must not change afterwards. Errors: an
+// records, and the header, clock alignments and imported steps (infer.iteration) that place
+// the per-batch files. The Sink keeps pointers into in: in must not change afterwards. Errors: an
 // undecodable span or scrape record (wrapping artifact.ErrInvalidArtifact), naming in's path.
 func (s *Sink) WriteInput(in *analyze.Input) error {
 	for _, w := range in.Warmup {
@@ -48,6 +49,21 @@ func (s *Sink) WriteInput(in *analyze.Input) error {
 		}
 	}
 	a := in.Artifact
+	if a.Header != nil {
+		if err := s.Write(a.Header); err != nil {
+			return err
+		}
+	}
+	for i := range a.ClockAlignments {
+		if err := s.Write(&a.ClockAlignments[i]); err != nil {
+			return err
+		}
+	}
+	for i := range a.Iterations {
+		if err := s.Write(&a.Iterations[i]); err != nil {
+			return err
+		}
+	}
 	for i := range a.Others {
 		if a.Others[i].Kind.EventType != artifact.EventVLLMSpan {
 			continue

@@ -70,12 +70,24 @@ type WorkerMetricEntry struct {
 	Why        string         `json:"why,omitempty"`
 }
 
-// BatchesEntry describes sangam's per-batch files: Written is false, with Why, until
-// imported steps feed them.
+// BatchesEntry describes sangam's per-batch files, built from the engine steps imported
+// from profiler traces (infer.iteration): Written is false, with Why, when there are none or
+// they cannot be placed on the client clock. Files lists every per-batch file; Steps counts
+// the rows of worker_batch_metrics.csv, Workers the worker ids (trace ranks) in file order,
+// ClockSource how the steps were placed (join.PlaceSteps: same_host or artifact_record),
+// Columns every worker_batch_metrics.csv column (written or not, with why) and Tables the
+// other files with their definitions.
 type BatchesEntry struct {
-	Written bool     `json:"written"`
-	Files   []string `json:"files"`
-	Why     string   `json:"why,omitempty"`
+	Written     bool          `json:"written"`
+	Files       []string      `json:"files"`
+	Why         string        `json:"why,omitempty"`
+	Source      string        `json:"source"`
+	WorkerType  string        `json:"worker_type"`
+	Steps       int           `json:"steps"`
+	Workers     []string      `json:"workers"`
+	ClockSource string        `json:"clock_source,omitempty"`
+	Columns     []ColumnEntry `json:"columns,omitempty"`
+	Tables      []FileEntry   `json:"tables,omitempty"`
 }
 
 // PictureEntry is one PNG: its File, the Data file it draws, its index.html Group (request,

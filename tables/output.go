@@ -27,6 +27,7 @@ type output struct {
 	reqs       []*artifact.Request
 	spans      []*artifact.VLLMSpan
 	workers    *workerSamples
+	batches    batches
 	summary    Summary
 	summaryErr error
 	// base is the first arrival (Unix ns), time zero of every time series and the timeline.
@@ -49,13 +50,12 @@ func (o *output) write(dir string) error {
 	o.arrivals, o.completions = eventTimes(o.reqs, arrivalNS), eventTimes(o.reqs, completionNS)
 	o.base = o.timeBase()
 	o.m = o.t.manifest()
-	steps := []func(string) error{o.writeRequestTables, o.writeRequestSeries, o.writeWorkers}
+	steps := []func(string) error{o.writeRequestTables, o.writeRequestSeries, o.writeWorkers, o.writeBatches}
 	for _, step := range steps {
 		if err := step(dir); err != nil {
 			return err
 		}
 	}
-	o.m.Batches = batchesEntry()
 	if o.noPictures {
 		o.figs, o.m.Pictures = nil, nil
 	}

@@ -13,19 +13,6 @@ const (
 	whyNoSteps      = "no imported steps: per-batch files need infer.iteration records (an imported engine trace window), which these artifacts do not hold"
 )
 
-// Batch files that need imported steps (sangam's per-batch and per-worker-state files).
-var batchFiles = []string{"worker_batch_metrics.csv", "worker_plots/worker_timeline.csv",
-	"worker_plots/worker_state_time.csv", "worker_plots/worker_utilization_ratio.csv"}
-
-// batchesEntry is the manifest's batches: absent without imported steps.
-//
-// Hook: when infer.iteration records (an engine's steps) reach the Sink, the per-batch files
-// are built from them here, and the timeline gets each step as an X event on its engine's
-// steps thread (see engineStepsTID).
-func batchesEntry() BatchesEntry {
-	return BatchesEntry{Written: false, Files: slices.Clone(batchFiles), Why: whyNoSteps}
-}
-
 // writeRequestSeries writes request_arrival and request_completion as cumulative-count time
 // series (countSeriesCSV) with their pictures; a series without events is removed.
 func (o *output) writeRequestSeries(dir string) error {

@@ -81,7 +81,7 @@ func (f *figure) render(path string) error {
 			}
 		}
 		// The legend goes where the curves leave room: bottom right under a CDF, top left
-		// above a time series (with 15% headroom).
+		// above a time series (with 15% headroom, 8% per legend row beyond two).
 		if f.kind == kindStep {
 			p.Y.Min, p.Y.Max = 0, 1
 			// 4% margin each side, so that a vertical step at either end is not on the axis.
@@ -97,7 +97,8 @@ func (f *figure) render(path string) error {
 			p.Legend.XOffs = vg.Points(8)
 			if len(f.curves) > 1 {
 				_, _, _, ymax := plotter.XYRange(allPoints(f.curves))
-				p.Y.Max = ymax + 0.15*math.Max(math.Abs(ymax), 1e-9)
+				head := math.Max(0.15, 0.08*float64(len(f.curves)))
+				p.Y.Max = ymax + head*math.Max(math.Abs(ymax), 1e-9)
 			}
 		}
 	}

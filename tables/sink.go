@@ -19,8 +19,10 @@ const (
 )
 
 // Sink is an artifact.Sink that collects the measured infer.request records, the
-// infer.vllm_span records and the infer.vllm_scrape records of one or more runs, and on Close
-// writes the output directory:
+// infer.vllm_span records, the infer.vllm_scrape records and the imported engine steps
+// (infer.iteration, with the infer.artifact header and infer.clock_alignment records that
+// place them on the client clock) of one or more runs, and on Close writes the output
+// directory:
 //
 //   - request_metrics.csv: header "Request Id" then the columns (sangam's order) that have a
 //     source and at least one value; one row per measured request with at least one value
@@ -40,10 +42,14 @@ const (
 //     worker_plots/worker_<gauge>.csv ("cdf,<gauge>,worker_id", 101 DDSketch quantiles per
 //     worker) for queue_depth_waiting, queue_depth_active and kv_page_utilization_ratio from
 //     the scrapes (worker = vLLM's engine label), each with a PNG, one colour per worker.
-//   - timeline.json: a Chrome trace of the requests, their joined spans and the engines'
-//     gauges (writeTimeline).
+//   - with imported steps (placeBatches): worker_batch_metrics.csv (one row per step),
+//     worker_timeline.csv, worker_plots/worker_state_time.csv, worker_utilization_ratio.csv,
+//     worker_idle_gap_summary.csv, worker_batch_phase_time_totals.csv and a per-worker
+//     DDSketch CDF of each batch column (writeBatches), with pictures.
+//   - timeline.json: a Chrome trace of the requests, their joined spans, the engines' gauges
+//     and steps (writeTimeline).
 //   - manifest.json: every column, series, worker metric, picture (group, caption, source),
-//     the per-batch files left out (no imported steps) and the timeline (Manifest).
+//     the per-batch files (or why they are left out) and the timeline (Manifest).
 //   - index.html: the page to open first (writeIndex), with the summary (SetSummary).
 //
 // A file of an earlier write that this one does not produce (a column without values now)
@@ -59,6 +65,10 @@ type Sink struct {
 	reqs    []*artifact.Request
 	spans   []*artifact.VLLMSpan
 	workers workerSamples
+	// header, aligns and steps place the imported engine steps on the client clock.
+	header  *artifact.ArtifactHeader
+	aligns  []artifact.ClockAlignment
+	steps   []*artifact.Iteration
 	summary func() (Summary, error)
 	seen    bool // an infer.request record arrived (any phase)
 	// noPictures skips rendering the PNGs (the fuzz target, where rendering dominates);
@@ -88,7 +98,8 @@ func (s *Sink) SetSummary(f func() (Summary, error)) {
 func New(dir string) *Sink { return &Sink{dir: dir} }
 
 // Write takes one record: a *artifact.Request (kept when measured; its join keys in any
-// case, so warmup spans are told apart) or a *artifact.VLLMSpan. It keeps the pointers: the
+// case, so warmup spans are told apart), a *artifact.VLLMSpan, a *artifact.VLLMScrape, a
+// *artifact.Iteration, a *artifact.ClockAlignment or the first *artifact.ArtifactHeader. It keeps the pointers: the
 // records must not change afterwards. Always nil.
 func (s *Sink) Write(rec artifact.Record) error {
 	s.mu.Lock()
@@ -108,6 +119,14 @@ func (s *Sink) Write(rec artifact.Record) error {
 		s.spans = append(s.spans, v)
 	case *artifact.VLLMScrape:
 		s.workers.addScrape(v)
+	case *artifact.ArtifactHeader:
+		if s.header == nil {
+			s.header = v
+		}
+	case *artifact.ClockAlignment:
+		s.aligns = append(s.aligns, *v)
+	case *artifact.Iteration:
+		s.steps = append(s.steps, v)
 	}
 	return nil
 }
@@ -123,7 +142,8 @@ func (s *Sink) Close() error {
 		return nil
 	}
 	s.closed = true
-	o := &output{t: build(s.reqs, s.live.Result()), reqs: s.reqs, spans: s.spans, workers: &s.workers, noPictures: s.noPictures}
+	o := &output{t: build(s.reqs, s.live.Result()), reqs: s.reqs, spans: s.spans, workers: &s.workers, noPictures: s.noPictures,
+		batches: placeBatches(s.steps, s.header, s.aligns, &s.workers)}
 	if s.summary != nil {
 		o.summary, o.summaryErr = s.summary()
 	}

@@ -20,8 +20,8 @@ import (
 const TimelineMaxRequests = 2000
 
 // Timeline processes: every request's client and server threads are in requestsPID; engine
-// k (sorted ids) is enginePIDBase+k, with its scraped gauges as counters and, once imported
-// steps exist, the steps as X events on thread engineStepsTID.
+// k (sorted ids) is enginePIDBase+k, with its scraped gauges as counters and its imported
+// steps as X events on thread engineStepsTID.
 const (
 	requestsPID    = 1
 	enginePIDBase  = 10
@@ -59,10 +59,10 @@ type event struct {
 // byte" and "first byte to first token" X events, instants at the first byte, the first
 // token and each later content chunk) and beside it a server thread with the joined span
 // (package join's result) and its queue, prefill and decode laid end to end, ending at the
-// span's end; per engine a process with its scraped gauges as counters (ph C); metadata (ph
-// M) names every process and thread. Errors: writing the file.
+// span's end; per engine a process with its scraped gauges as counters (ph C) and its
+// imported steps (ph X, engineStepsTID); metadata (ph M) names every process and thread. Errors: writing the file.
 func (o *output) writeTimeline(dir string) (TimelineEntry, error) {
-	e := TimelineEntry{File: TimelineFile, Clocks: timelineClocks, Steps: whyNoSteps}
+	e := TimelineEntry{File: TimelineFile, Clocks: timelineClocks, Steps: o.stepsText()}
 	sent := make([]*artifact.Request, 0, len(o.reqs))
 	for _, r := range o.reqs {
 		if r.StartedAtNS != nil {
@@ -212,8 +212,10 @@ func serverEvents(s *artifact.VLLMSpan, tid int) []event {
 	return append(evs, phases...)
 }
 
-// engineEvents are each engine's process name and its gauges as counters, one C event per
-// sample; n is the number of engines.
+// engineEvents are each engine's process name, its gauges as counters (one C event per
+// sample) and its imported steps (stepEvents) on thread engineStepsTID; an engine is a
+// scraped engine label or a step's worker id (its rank: the same id). n is the number of
+// engines.
 func (o *output) engineEvents() (evs []event, n int) {
 	ids := map[string]bool{}
 	for g := range gauges {
@@ -221,21 +223,66 @@ func (o *output) engineEvents() (evs []event, n int) {
 			ids[id] = true
 		}
 	}
+	for _, id := range o.batches.workers {
+		ids[id] = true
+	}
 	sorted := make([]string, 0, len(ids))
 	for id := range ids {
 		sorted = append(sorted, id)
 	}
 	slices.Sort(sorted)
+	pids := map[string]int{}
 	for k, id := range sorted {
 		pid := enginePIDBase + k
-		evs = append(evs, meta("process_name", pid, 0, "engine "+id+" (vLLM /metrics)"))
+		pids[id] = pid
+		evs = append(evs, meta("process_name", pid, 0, "engine "+id+" (vLLM /metrics, imported steps)"))
 		for g, ga := range gauges {
 			for _, s := range o.workers[g][id] {
 				evs = append(evs, event{name: ga.name, ph: "C", atNS: s.atNS, pid: pid, args: map[string]any{ga.name: s.value}})
 			}
 		}
 	}
-	return evs, len(sorted)
+	return append(evs, o.stepEvents(pids)...), len(sorted)
+}
+
+// stepEvents are the imported steps as X events over their host interval (client clock),
+// named by the step's annotation, with its requests, tokens and GPU busy time as args, on
+// thread engineStepsTID of their engine's process.
+func (o *output) stepEvents(pids map[string]int) []event {
+	var evs []event
+	named := map[int]bool{}
+	for i := range o.batches.rows {
+		b := &o.batches.rows[i]
+		pid := pids[b.worker]
+		if !named[pid] {
+			named[pid] = true
+			evs = append(evs, meta("thread_name", pid, engineStepsTID, "steps (imported trace, rank "+b.worker+")"))
+		}
+		args := map[string]any{"batch_id": b.id, "step_index": b.it.StepIndex, "trace_file": b.it.TraceFile,
+			"gpu_busy_ns": b.it.GPUBusyNS, "batch_phase": b.phase()}
+		for k, v := range map[string]*int64{"context_requests": b.it.ContextRequests, "context_tokens": b.it.ContextTokens,
+			"generation_requests": b.it.GenRequests, "generation_tokens": b.it.GenTokens} {
+			if v != nil {
+				args[k] = *v
+			}
+		}
+		name := b.it.Name
+		if name == "" {
+			name = "step " + strconv.FormatInt(b.it.StepIndex, 10)
+		}
+		evs = append(evs, event{name: name, ph: "X", atNS: b.startNS, durN: max(b.endNS-b.startNS, 0), pid: pid, tid: engineStepsTID, args: args})
+	}
+	return evs
+}
+
+// stepsText is the manifest's timeline steps: how many were drawn, or why none.
+func (o *output) stepsText() string {
+	bs := &o.batches
+	if len(bs.rows) == 0 {
+		return bs.why
+	}
+	return fmt.Sprintf("%d imported steps on %d engines, thread %d of each engine's process, host intervals placed on the client clock (%s, offset %d ns)",
+		len(bs.rows), len(bs.workers), engineStepsTID, bs.clock.Source, bs.clock.OffsetNS)
 }
 
 // timeZero is the earliest time of an event that has one (metadata has none); 0 for none.

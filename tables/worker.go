@@ -138,16 +138,27 @@ func (ws *workerSamples) workerCDFCSV(g int) ([]byte, error) {
 	grid := Grid(WorkerCDFRows)
 	ids := ws.workers(g)
 	vals := make([][]float64, len(ids))
-	allZero := true
 	for i, id := range ids {
 		var err error
 		if vals[i], err = ws.quantiles(g, id, grid); err != nil {
 			return nil, err
 		}
+	}
+	return workerCDFBytes(gauges[g].name, ids, vals), nil
+}
+
+// workerCDFBytes is a per-worker CDF file: header "cdf,<metric>,worker_id", then for each
+// worker (in the order of ids) one row per quantile q of Grid(WorkerCDFRows) with q and the
+// worker's value vals[i][k] at it, both in Repr, except that a column whose every value is
+// zero is written "0" (Python's integer zero bucket).
+func workerCDFBytes(metric string, ids []string, vals [][]float64) []byte {
+	grid := Grid(WorkerCDFRows)
+	allZero := true
+	for i := range ids {
 		allZero = allZero && !slices.ContainsFunc(vals[i], func(v float64) bool { return v != 0 })
 	}
 	var c CSV
-	c.Row("cdf", gauges[g].name, "worker_id")
+	c.Row("cdf", metric, "worker_id")
 	for i, id := range ids {
 		for k, q := range grid {
 			v := Repr(vals[i][k])
@@ -157,7 +168,7 @@ func (ws *workerSamples) workerCDFCSV(g int) ([]byte, error) {
 			c.Row(Repr(q), v, id)
 		}
 	}
-	return c.Bytes(), nil
+	return c.Bytes()
 }
 
 // workerCDFFile and workerSeriesFile are gauge g's file names inside WorkerPlotsDir.

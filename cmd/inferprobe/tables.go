@@ -38,8 +38,13 @@ decode times, the intended arrivals, the server's token usage), request_plots/<m
 (each column's exact CDF, at most 1,001 rows), the request_arrival and request_completion
 time series, worker_plots/ (per vLLM engine: queue_depth_waiting, queue_depth_active and
 kv_page_utilization_ratio from the /metrics scrapes, as time series and 101-quantile
-DDSketch CDFs), a PNG of each, timeline.json (a Chrome/Perfetto trace: each request's client
-events beside its joined vLLM span, the engines' scraped gauges as counters), manifest.json
+DDSketch CDFs), with imported engine steps (infer.iteration, from profile --trace or
+import-trace) the per-batch files worker_batch_metrics.csv (one row per step: tokens,
+requests, GPU busy execution time, wall time, inter-batch delay, phase, nearest KV ratio),
+worker_timeline.csv (busy, queued, idle) and worker_plots/ state time, utilization, idle-gap
+summary, phase totals and per-worker batch CDFs, a PNG of each, timeline.json (a
+Chrome/Perfetto trace: each request's client events beside its joined vLLM span, the engines'
+scraped gauges as counters and their steps), manifest.json
 (every file's and column's source, unit and definition, and why one is left out) and
 index.html (open it first: the analyze text report, the SLO bounds and every plot with its
 caption, self-contained). The records of several artifacts (or of a directory's .jsonl
