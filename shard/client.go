@@ -76,18 +76,33 @@ type answer struct {
 	StartAtNS *int64 `json:"start_at_ns"`
 }
 
-// Register registers the shard. Errors: the coordinator unreachable, or its refusal (a
-// duplicate index, another run, workload or shard count), with its reason.
+// RegisterRetry is how long Register keeps retrying an unreachable coordinator (it may start
+// after its shards: pods of one Job start in any order), every RegisterPoll.
+const (
+	RegisterRetry = 60 * time.Second
+	RegisterPoll  = 250 * time.Millisecond
+)
+
+// Register registers the shard, retrying an unreachable coordinator for RegisterRetry.
+// Errors: the coordinator still unreachable, its refusal (a duplicate index, another run,
+// workload or shard count) with its reason and status, or ctx's.
 func (c *Client) Register(ctx context.Context, r Registration) error {
-	var a answer
-	status, err := c.call(ctx, http.MethodPost, "/v1/register", r, &a)
-	if err != nil {
-		return err
+	deadline := c.clock().Now().Add(RegisterRetry)
+	for {
+		var a answer
+		status, err := c.call(ctx, http.MethodPost, "/v1/register", r, &a)
+		if err == nil && status != http.StatusOK {
+			return fmt.Errorf("the coordinator refused shard %d (HTTP %d): %s", r.Shard, status, a.Error)
+		}
+		if err == nil || status != 0 || !c.clock().Now().Before(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.clock().After(RegisterPoll):
+		}
 	}
-	if status != http.StatusOK {
-		return fmt.Errorf("the coordinator refused shard %d: %s", r.Shard, a.Error)
-	}
-	return nil
 }
 
 // WaitStart polls until the coordinator announces the start (its clock). Errors: ctx's,
