@@ -53,12 +53,14 @@ ranges) with its GPU busy time (the union of kernel intervals), idle split into 
 kernel-wait and other, memcpy and NCCL time; infer.activity_ref records tying each launch's
 GPU work (--detail launch) or each kernel (--detail kernel) to its step, or unresolved with
 the reason; and one infer.capabilities record per trace with its summary (event loss
-unknown). A trace already imported into the run (same path, size and SHA-256) is skipped.
+unknown). A trace already imported into the run (same path, size and SHA-256, or the same content
+under another name or compression) is skipped.
 A trace larger than --trace-max-bytes is registered, not parsed.
 
 Times are Unix ns of the server host (baseTimeNanoseconds + ts·1000) in --clock-domain,
 by default the from_clock_domain of the artifact's infer.clock_alignment records when they
-name one, else the domain of its server telemetry samples, else
+name one, else the domain of its server telemetry samples, else the domain of the profiler
+its trace windows controlled (the client's own for a loopback control URL), else
 ` + defaultServerClockDomain + ` (never joined to the client's clock).
 
 Each trace's records are written only once the whole file has parsed: a malformed or cut

@@ -72,6 +72,9 @@ func (s Summary) String() string {
 	case StatusOverMaxBytes:
 		return fmt.Sprintf("%s: %d bytes, over the limit: registered, not parsed", s.Path, s.Bytes)
 	case StatusAlreadyImported:
+		if s.SameAs != "" && s.SameAs != s.Path {
+			return fmt.Sprintf("%s: already imported (the same trace as %s)", s.Path, s.SameAs)
+		}
 		return fmt.Sprintf("%s: already imported", s.Path)
 	}
 	unresolved := int64(0)

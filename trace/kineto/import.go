@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -51,6 +52,10 @@ type FileKey struct {
 	Path   string `json:"path"`
 	Bytes  int64  `json:"bytes"`
 	SHA256 string `json:"sha256"`
+	// Content identifies the trace's JSON whatever its file: "<decompressed bytes>:<CRC-32C
+	// of them, 8 hex>" — the same trace under another name or compression has the same
+	// Content. Empty for a file not parsed.
+	Content string `json:"content,omitempty"`
 }
 
 // File statuses (Summary.Status).
@@ -68,8 +73,11 @@ const (
 // written. SHA256 is empty for a file over MaxBytes (not read).
 type Summary struct {
 	FileKey
-	AttachmentID      string           `json:"trace_attachment_id"`
-	Status            string           `json:"status"`
+	AttachmentID string `json:"trace_attachment_id"`
+	Status       string `json:"status"`
+	// SameAs is the imported file whose content this one repeats (already_imported by
+	// content; "" otherwise).
+	SameAs            string           `json:"same_as,omitempty"`
 	Rank              *int64           `json:"rank"`
 	BaseTimeNS        *int64           `json:"base_time_ns"`
 	DecompressedBytes int64            `json:"decompressed_bytes"`
@@ -140,6 +148,12 @@ func ImportFile(ctx context.Context, path string, opts Options, emit func(artifa
 	if err != nil {
 		return sum, err
 	}
+	for _, k := range opts.Imported {
+		if k.Content != "" && k.Content == sum.Content {
+			sum.Status, sum.SameAs = StatusAlreadyImported, k.Path // the same trace, renamed or recompressed
+			return sum, nil
+		}
+	}
 	return sum, res.emitAll(opts, &sum, emit)
 }
 
@@ -176,6 +190,7 @@ func parseFile(ctx context.Context, path string, opts Options, sum *Summary) (*f
 		return c.add(ev)
 	})
 	sum.DecompressedBytes = in.n
+	sum.Content = fmt.Sprintf("%d:%08x", in.n, in.crc)
 	if err != nil {
 		var se *SyntaxError
 		if errors.As(err, &se) {
@@ -249,7 +264,10 @@ type countingReader struct {
 	n     int64
 	limit int64
 	over  bool
+	crc   uint32 // CRC-32C (Castagnoli) of the bytes returned
 }
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	if c.n >= c.limit {
@@ -265,8 +283,10 @@ func (c *countingReader) Read(p []byte) (int, error) {
 		c.over = true
 		n -= int(c.n - c.limit)
 		c.n = c.limit
+		c.crc = crc32.Update(c.crc, castagnoli, p[:n])
 		return n, fmt.Errorf("%w (%d bytes)", ErrDecompressedLimit, c.limit)
 	}
+	c.crc = crc32.Update(c.crc, castagnoli, p[:n])
 	return n, err
 }
 

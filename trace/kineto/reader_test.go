@@ -171,9 +171,15 @@ func TestLimitsAndReimport(t *testing.T) {
 		t.Fatalf("re-import: %v %+v", err, again)
 	}
 	stale := first.sum.FileKey
-	stale.SHA256 = strings.Repeat("0", 64)
+	stale.SHA256, stale.Content = strings.Repeat("0", 64), "1:00000000" // a changed file: another digest and content
 	if again, _ := importPath(t, path, Options{Imported: []FileKey{stale}}); again.sum.Status != StatusImported {
 		t.Fatalf("changed file skipped: %+v", again.sum)
+	}
+	// The same trace gzipped under another name is the same content: skipped, naming the first.
+	gz := twoSteps().write(t, "rank0.copy.pt.trace.json.gz", true)
+	if dup, err := importPath(t, gz, Options{Imported: []FileKey{first.sum.FileKey}}); err != nil || dup.sum.Status != StatusAlreadyImported ||
+		dup.sum.SameAs != path || len(dup.order) != 0 || !strings.Contains(dup.sum.String(), "already imported (the same trace as "+path+")") {
+		t.Fatalf("renamed, recompressed copy: %v %+v", err, dup.sum)
 	}
 	// The capabilities record's summary survives the artifact and names the file.
 	art := filepath.Join(t.TempDir(), "a.jsonl")
