@@ -45,7 +45,8 @@ The engine runs in this process, on this host's CPUs: the envelope is conservati
 client host that drives a remote server.
 
 Exit codes: 0 the envelope was found; 3 not even --start-rate was clean; 2 a bad flag;
-130 interrupted; 1 anything else.`,
+130 interrupted; 1 anything else. --output DIR must be a directory (or creatable); a step's
+artifact already there is replaced.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, c := range []struct {
@@ -64,13 +65,21 @@ Exit codes: 0 the envelope was found; 3 not even --start-rate was clean; 2 a bad
 			if o.MaxInFlight < 1 {
 				return usageErrorf("--max-in-flight must be at least 1, not %d", o.MaxInFlight)
 			}
-			if o.Refine <= 0 {
+			if o.Refine < 0 || o.Refine > 20 {
+				return usageErrorf("--refine must be in [0, 20] bisection steps, not %d", o.Refine)
+			}
+			if o.Refine == 0 {
 				o.Refine = -1 // --refine 0: no bisection (the package's 0 means its default)
 			}
 			o.Step = time.Duration(step * float64(time.Second))
 			o.Gap = time.Duration(gap * float64(time.Millisecond))
 			o.Version = version
 			out := cmd.OutOrStdout()
+			if o.Dir != "" {
+				if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+					return usageErrorf("--output %s: %v", o.Dir, err)
+				}
+			}
 			fmt.Fprintf(out, "Calibrating against the embedded engine: %d-token prompts, %d output tokens, %g ms between chunks, %g s per step\n",
 				o.InputTokens, o.OutputTokens, gap, step)
 			o.Progress = func(s calibrate.Step) { fmt.Fprintln(out, stepLine(s)) }

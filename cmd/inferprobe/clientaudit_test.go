@@ -68,6 +68,8 @@ func TestCalibrateFlags(t *testing.T) {
 		{[]string{"--gap-ms", "0.5"}, "--gap-ms must be"},
 		{[]string{"--output-tokens", "0"}, "--output-tokens must be"},
 		{[]string{"--max-in-flight", "0"}, "--max-in-flight must be at least 1"},
+		{[]string{"--refine", "-1"}, "--refine must be in [0, 20]"},
+		{[]string{"--output", "/etc/passwd"}, "--output /etc/passwd"},
 		{[]string{"extra"}, "unknown command"},
 	} {
 		code, _, stderr := runCLI(t, append([]string{"calibrate"}, c.args...)...)
