@@ -1,6 +1,8 @@
 package main
 
 import (
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -37,12 +39,15 @@ Exit codes: 0 printed; 2 bad flags.`,
 			if s.RunID == "" {
 				s.RunID = uuid.NewString()
 			}
-			if err := checkProfileArgs(args); err != nil {
-				return err
+			if !runIDPattern.MatchString(s.RunID) {
+				return usageErrorf("--run-id %q: a run id of a sharded job names its artifact directory: letters, digits, '.', '_' and '-' only (at most 128)", s.RunID)
 			}
 			m, err := shard.JobManifest(s)
 			if err != nil {
 				return usageErrorf("%v", err)
+			}
+			if err := checkProfileArgs(args, s.Shards, s.RunID); err != nil {
+				return err
 			}
 			_, err = cmd.OutOrStdout().Write(m)
 			return err
@@ -59,10 +64,15 @@ Exit codes: 0 printed; 2 bad flags.`,
 	return cmd
 }
 
-// checkProfileArgs parses args as profile's flags (nothing is run): an unknown flag or a bad
-// value is exit 2 here rather than in every pod.
-func checkProfileArgs(args []string) error {
-	p := newProfileCmd()
+// checkProfileArgs checks args as profile checks its flags (nothing is run), as shard 0 of
+// shards with runID would run them: an unknown flag, a bad value, a missing endpoint or
+// model, a flag the manifest sets, or a workload the shards cannot split is exit 2 here
+// rather than in every pod.
+func checkProfileArgs(args []string, shards int, runID string) error {
+	var pf profileFlags
+	p := &cobra.Command{Use: "profile", Args: noArgsOptionalValueHint}
+	pf.register(p)
+	pf.shard.register(p)
 	if err := p.ParseFlags(args); err != nil {
 		return usageErrorf("profile flags: %v", err)
 	}
@@ -74,5 +84,17 @@ func checkProfileArgs(args []string) error {
 			return usageErrorf("profile flag --%s is set by the manifest", name)
 		}
 	}
+	if err := p.ParseFlags([]string{"--shards", strconv.Itoa(shards), "--shard", "0", "--run-id", runID}); err != nil {
+		return usageErrorf("profile flags: %v", err)
+	}
+	if err := pf.shard.apply(p, &pf.w); err != nil {
+		return usageErrorf("profile flags: %v", err)
+	}
+	if _, _, _, err := pf.config(p); err != nil {
+		return usageErrorf("profile flags: %v", err)
+	}
 	return nil
 }
+
+// runIDPattern is what a sharded job's run id may be: it names /artifacts/<run id>/.
+var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)

@@ -79,6 +79,11 @@ func TestK8sJobPrintsTheManifest(t *testing.T) {
 		{[]string{"k8s-job", "--shards", "0", "--image", "i", "--", "--model", "m"}, "--shards must be within 1..1000"},
 		{[]string{"k8s-job", "--shards", "2", "--", "--model", "m"}, "--image is required"},
 		{[]string{"k8s-job", "--shards", "2", "--image", "i", "--storage", "lots", "--", "--model", "m"}, "is not a Kubernetes quantity"},
+		// profile's own checks, as shard 0 would run them
+		{[]string{"k8s-job", "--shards", "2", "--image", "i"}, "one of --endpoint or --base-url is required"},
+		{[]string{"k8s-job", "--shards", "2", "--image", "i", "--", "--base-url", "http://v/v1", "--model", "M", "--arrival", "poisson", "--rate", "-1", "--duration", "1"}, "--rate values must be finite and > 0"},
+		{[]string{"k8s-job", "--shards", "2", "--image", "i", "--", "--base-url", "http://v/v1", "--model", "M", "--concurrency", "1", "--requests", "4"}, "is below --shards 2"},
+		{[]string{"k8s-job", "--shards", "2", "--image", "i", "--run-id", "a b/c", "--", "--base-url", "http://v/v1", "--model", "M"}, "names its artifact directory"},
 	} {
 		if code, stderr := runCaptured(t, tc.args...); code != exitUsage || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d %q, want 2 and %q", tc.args, code, stderr, tc.want)
