@@ -2,7 +2,9 @@ package analyze
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 
@@ -300,4 +302,65 @@ func globalLess(a, b *Request) bool {
 		return *x < *y
 	}
 	return false
+}
+
+// errHeadsRead ends ShardHeads' read of one artifact at its first infer.request record.
+var errHeadsRead = errors.New("heads read")
+
+// CheckShardHeads checks, from their head records only (the infer.workload and infer.slo
+// records before the first infer.request), that artifacts which include a shard are the
+// shards 0..N−1 of one run, each once, with one workload digest and SLO policy — the rules
+// ReadShards applies — so that a verb can refuse a mixed set before it writes anything.
+// Artifacts none of which is a shard pass. Errors wrap ErrShardSet, or the read error.
+func CheckShardHeads(ctx context.Context, paths []string) error {
+	heads := make([]*Input, 0, len(paths))
+	anyShard := false
+	for _, p := range paths {
+		a, err := readHeads(ctx, p)
+		if err != nil {
+			return err
+		}
+		in := &Input{Artifact: a}
+		anyShard = anyShard || shardOf(in) != nil
+		heads = append(heads, in)
+	}
+	if !anyShard {
+		return nil
+	}
+	_, err := checkShards(heads)
+	return err
+}
+
+// readHeads reads path's records up to its first infer.request: its workload and SLO records.
+func readHeads(ctx context.Context, path string) (*artifact.Artifact, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", artifact.ErrInvalidArtifact, err)
+	}
+	defer f.Close()
+	a := &artifact.Artifact{Path: path}
+	_, err = artifact.Read(f, func(l artifact.Line) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		switch v := l.Value.(type) {
+		case *artifact.Workload:
+			if a.Workload == nil {
+				a.Workload = v
+			}
+		case *artifact.SLORecord:
+			a.SLOs = append(a.SLOs, *v)
+		case *artifact.Request:
+			return errHeadsRead
+		case *artifact.Raw:
+			if v.Kind.EventType == artifact.KindRequest.EventType {
+				return errHeadsRead
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errHeadsRead) {
+		return nil, err
+	}
+	return a, nil
 }

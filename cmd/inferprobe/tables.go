@@ -110,6 +110,11 @@ func (tf *tablesFlags) run(cmd *cobra.Command, args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if len(paths) > 1 { // shards of one run only, as analyze merges them: refused before anything is written
+		if err := analyze.CheckShardHeads(ctx, paths); err != nil {
+			return withCode(exitBadInput, err)
+		}
+	}
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(tablesMemoryLimit(paths)))
 	sink := tables.New(tf.output)
 	var sum tables.Summary

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -176,5 +177,35 @@ func TestTablesProfileFlag(t *testing.T) {
 	}
 	if _, err := os.Stat(out2); !os.IsNotExist(err) {
 		t.Errorf("a refused profile wrote its artifact: %v", err)
+	}
+}
+
+// TestTablesRefusesMixedShards: tables of a directory holding shards of two runs is exit 5
+// before anything is written (as analyze refuses them); the two shards of one run are fine.
+func TestTablesRefusesMixedShards(t *testing.T) {
+	srv := startSim(t, nil)
+	dir := t.TempDir()
+	shard := func(k int, run, out string) {
+		if code, stdout, stderr := runCLI(t, "profile", "--base-url", srv.URL()+"/v1", "--model", sim.DefaultConfig().Model,
+			"--concurrency", "2", "--requests", "4", "--input-tokens", "16", "--output-tokens", "2",
+			"--shards", "2", "--shard", fmt.Sprint(k), "--run-id", run, "--output", out); code != 0 {
+			t.Fatalf("shard %d of %s: exit %d\n%s\n%s", k, run, code, stdout, stderr)
+		}
+	}
+	mixed, one := filepath.Join(dir, "mixed"), filepath.Join(dir, "one")
+	shard(0, "run-a", filepath.Join(mixed, "shard-0.jsonl"))
+	shard(1, "run-b", filepath.Join(mixed, "shard-1.jsonl"))
+	shard(0, "run-a", filepath.Join(one, "shard-0.jsonl"))
+	shard(1, "run-a", filepath.Join(one, "shard-1.jsonl"))
+	out := filepath.Join(dir, "t-mixed")
+	code, _, stderr := runCLI(t, "tables", mixed, "--output", out)
+	if code != exitBadInput || !strings.Contains(stderr, `is of run "run-b"`) {
+		t.Fatalf("mixed: exit %d %q", code, stderr)
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Fatalf("mixed shards wrote %d entries", len(entries))
+	}
+	if code, _, stderr := runCLI(t, "tables", one, "--output", filepath.Join(dir, "t-one")); code != 0 {
+		t.Fatalf("one run: exit %d %q", code, stderr)
 	}
 }
