@@ -78,6 +78,12 @@ func caseInput(in *Input, id string, w *artifact.PhaseWindow, opts Options) Case
 		for k := range wl.Cases {
 			if wc := &wl.Cases[k]; wc.CaseID == id {
 				c.Arrival = fromArrival(wc.Arrival)
+				if sh := wl.Shard; sh != nil && sh.Shards > 1 {
+					c.slice = &shardSlice{shard: sh.Shard, shards: sh.Shards}
+					if wc.Concurrency != nil {
+						c.slice.concurrency = *wc.Concurrency
+					}
+				}
 			}
 		}
 	}

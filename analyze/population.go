@@ -61,6 +61,9 @@ type CaseInput struct {
 	Seed             int64
 	Scheduler        ScheduleFunc
 	ServerSource     bool
+	// slice is a lone shard's share of the indexes (nil unless the artifact is one shard of
+	// a sharded run analysed alone: a merge's workload has no shard block).
+	slice *shardSlice
 }
 
 // Populate computes a case's population, cohort checks and intervals.
@@ -71,7 +74,7 @@ func Populate(in CaseInput) (Population, Intervals) {
 	} else if in.WorkloadRecorded {
 		scheduled, _ = in.recomputed()
 	}
-	hard, soft := cohortIssues(in.Requests, in.Window, scheduled)
+	hard, soft := cohortIssues(in.Requests, in.Window, scheduled, in.slice)
 	if in.Window == nil && in.WorkloadRecorded {
 		hard = append(hard, RateReasonPhaseWindowMissing)
 	}
@@ -134,7 +137,7 @@ func countPopulation(requests []Request, serverSource bool) Population {
 }
 
 // cohortIssues returns the hard cohort problems and the soft notes.
-func cohortIssues(requests []Request, w *artifact.PhaseWindow, scheduled *int64) (hard, soft []string) {
+func cohortIssues(requests []Request, w *artifact.PhaseWindow, scheduled *int64, slice *shardSlice) (hard, soft []string) {
 	hard = []string{}
 	ids := make(map[string]struct{}, len(requests))
 	xids := make(map[string]struct{}, len(requests))
@@ -157,7 +160,7 @@ func cohortIssues(requests []Request, w *artifact.PhaseWindow, scheduled *int64)
 	if dupXIDs > 0 {
 		hard = append(hard, fmt.Sprintf("duplicate_x_request_id: %d", dupXIDs))
 	}
-	hard = append(hard, indexIssues(requests, scheduled)...)
+	hard = append(hard, indexIssues(requests, scheduled, slice)...)
 	sessions := map[string]bool{}
 	for i := range requests {
 		sessions[requests[i].SessionID] = true
@@ -196,13 +199,24 @@ func cohortIssues(requests []Request, w *artifact.PhaseWindow, scheduled *int64)
 
 // indexIssues checks every arrival appears exactly once: no index repeated, none missing,
 // none out of range. Without indexes on every record, a known schedule still needs one
-// record per arrival.
-func indexIssues(requests []Request, scheduled *int64) []string {
+// record per arrival. A lone shard's indexes (slice non-nil) are checked by their rank among
+// the indexes the shard sends (scheduled is then its share); one it does not send is out of
+// range.
+func indexIssues(requests []Request, scheduled *int64, slice *shardSlice) []string {
 	indexes := make([]int64, 0, len(requests))
 	for i := range requests {
-		if requests[i].RequestIndex != nil {
-			indexes = append(indexes, *requests[i].RequestIndex)
+		if requests[i].RequestIndex == nil {
+			continue
 		}
+		v := *requests[i].RequestIndex
+		if slice != nil {
+			r, ok := slice.rank(v)
+			if !ok {
+				r = -1 // not this shard's: out of range
+			}
+			v = r
+		}
+		indexes = append(indexes, v)
 	}
 	if len(indexes) != len(requests) {
 		if scheduled == nil || *scheduled == int64(len(requests)) {

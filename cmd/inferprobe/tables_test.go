@@ -209,3 +209,21 @@ func TestTablesRefusesMixedShards(t *testing.T) {
 		t.Fatalf("one run: exit %d %q", code, stderr)
 	}
 }
+
+// TestAnalyzeOneShardAlone: a shard's own artifact, analysed alone, is a valid cohort of its
+// share of the indexes (open and closed loop).
+func TestAnalyzeOneShardAlone(t *testing.T) {
+	srv := startSim(t, nil)
+	for _, load := range [][]string{{"--arrival", "poisson", "--rate", "40", "--requests", "12"}, {"--concurrency", "3", "--requests", "9"}} {
+		out := filepath.Join(t.TempDir(), "shard-1.jsonl")
+		args := append([]string{"profile", "--base-url", srv.URL() + "/v1", "--model", sim.DefaultConfig().Model,
+			"--input-tokens", "16", "--output-tokens", "2", "--shards", "2", "--shard", "1", "--run-id", "r", "--output", out}, load...)
+		if code, stdout, stderr := runCLI(t, args...); code != 0 {
+			t.Fatalf("%v: exit %d\n%s\n%s", load, code, stdout, stderr)
+		}
+		code, stdout, _ := runCLI(t, "analyze", out)
+		if code != 0 || strings.Contains(stdout, "cohort invalid") {
+			t.Fatalf("%v: analyze exit %d\n%s", load, code, stdout)
+		}
+	}
+}
