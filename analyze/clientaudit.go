@@ -144,7 +144,7 @@ func (a *ClientAudit) healthFrom(h *artifact.ClientHealth, w *artifact.PhaseWind
 // judge sets ClientLimited and its reasons.
 func (a *ClientAudit) judge() {
 	if a.DispatchLagP99Ms != nil && *a.DispatchLagP99Ms > a.DispatchLagBoundMs {
-		a.Reasons = append(a.Reasons, fmt.Sprintf("dispatch lag p99 %.3g ms over the %.3g ms bound", *a.DispatchLagP99Ms, a.DispatchLagBoundMs))
+		a.Reasons = append(a.Reasons, fmt.Sprintf("dispatch lag p99 %s ms over the %s ms bound", FormatMs(*a.DispatchLagP99Ms), FormatMs(a.DispatchLagBoundMs)))
 	}
 	if a.AchievedOverScheduled != nil && *a.AchievedOverScheduled < ClientRateFloor {
 		a.Reasons = append(a.Reasons, fmt.Sprintf("dispatched at %.1f%% of the scheduled rate (under %.1f%%)", 100**a.AchievedOverScheduled, 100*ClientRateFloor))
@@ -170,7 +170,7 @@ func (a *ClientAudit) judge() {
 func clientLines(a ClientAudit) []string {
 	var parts []string
 	if a.DispatchLagP99Ms != nil {
-		parts = append(parts, fmt.Sprintf("dispatch lag p99 %.3g ms (bound %.3g ms)", *a.DispatchLagP99Ms, a.DispatchLagBoundMs))
+		parts = append(parts, fmt.Sprintf("dispatch lag p99 %s ms (bound %s ms)", FormatMs(*a.DispatchLagP99Ms), FormatMs(a.DispatchLagBoundMs)))
 	}
 	if a.AchievedOverScheduled != nil {
 		parts = append(parts, fmt.Sprintf("%.1f%% of the scheduled rate", 100**a.AchievedOverScheduled))
@@ -179,7 +179,7 @@ func clientLines(a ClientAudit) []string {
 		parts = append(parts, fmt.Sprintf("CPU %.0f%% of %d CPUs", 100**a.CPUUtilization, *a.CPUs))
 	}
 	if a.GCPauseSeconds != nil {
-		parts = append(parts, fmt.Sprintf("GC pauses %.3g ms", 1000**a.GCPauseSeconds))
+		parts = append(parts, fmt.Sprintf("GC pauses %s ms", FormatMs(1000**a.GCPauseSeconds)))
 	}
 	if a.ReceiveStampCoverage != nil {
 		parts = append(parts, fmt.Sprintf("receive stamps %.1f%%", 100**a.ReceiveStampCoverage))
@@ -192,4 +192,13 @@ func clientLines(a ClientAudit) []string {
 		lines = append(lines, "  CLIENT-LIMITED: "+strings.Join(a.Reasons, "; "))
 	}
 	return lines
+}
+
+// FormatMs writes a millisecond figure with three significant digits, without an exponent
+// (2290, not 2.29e+03).
+func FormatMs(v float64) string {
+	if v >= 1000 || v <= -1000 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
 }

@@ -86,3 +86,11 @@ func TestClientAuditClosedLoopAndOldArtifact(t *testing.T) {
 		t.Fatalf("audit %+v", a)
 	}
 }
+
+func TestFormatMs(t *testing.T) {
+	for v, want := range map[float64]string{2290.4: "2290", 0.296: "0.296", 1: "1", 12.345: "12.3", -1500: "-1500"} {
+		if got := FormatMs(v); got != want {
+			t.Errorf("FormatMs(%v) = %q, want %q", v, got, want)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/calibrate"
 	"github.com/spf13/cobra"
@@ -124,7 +125,7 @@ func stepLine(s calibrate.Step) string {
 	a := s.Audit
 	var parts []string
 	if a.DispatchLagP99Ms != nil {
-		parts = append(parts, fmt.Sprintf("dispatch lag p99 %.3g ms", *a.DispatchLagP99Ms))
+		parts = append(parts, "dispatch lag p99 "+analyze.FormatMs(*a.DispatchLagP99Ms)+" ms")
 	}
 	if a.AchievedOverScheduled != nil {
 		parts = append(parts, fmt.Sprintf("%.1f%% of schedule", 100**a.AchievedOverScheduled))
