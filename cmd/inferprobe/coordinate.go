@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/loadgen"
 	"github.com/inferprobe/inferprobe/shard"
 	"github.com/spf13/cobra"
 )
@@ -53,8 +54,8 @@ Exit codes: 0 every shard registered and the start was announced; 1 the run was 
 }
 
 func (cf *coordinateFlags) run(cmd *cobra.Command) error {
-	if cf.shards < 1 {
-		return usageErrorf("--shards must be at least 1")
+	if cf.shards < 1 || cf.shards > loadgen.MaxShards {
+		return usageErrorf("--shards must be within 1..%d (as profile's), not %d", loadgen.MaxShards, cf.shards)
 	}
 	for name, v := range map[string]float64{"start-delay": cf.startDelay, "start-deadline": cf.startDeadline} {
 		if !(v > 0) || v > 86400 {

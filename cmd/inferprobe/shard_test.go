@@ -96,7 +96,8 @@ func TestCoordinateRefusesBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"coordinate"}, "--shards must be at least 1"},
+		{[]string{"coordinate"}, "--shards must be within 1..10000 (as profile's), not 0"},
+		{[]string{"coordinate", "--shards", "20000"}, "--shards must be within 1..10000"},
 		{[]string{"coordinate", "--shards", "2", "--start-delay", "0"}, "--start-delay must be within"},
 		{[]string{"coordinate", "--shards", "2", "--start-deadline", "NaN"}, "--start-deadline must be within"},
 		{[]string{"profile", "--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--output", filepath.Join(t.TempDir(), "a"), "--shards", "2", "--shard", "0", "--run-id", "r", "--coordinator", "ftp://x"}, "--coordinator must be an http or https URL"},
