@@ -26,6 +26,9 @@ type Client struct {
 	HTTP   *http.Client
 	Clock  clockwork.Clock
 	Probes int
+	// RegisterRetry is how long Register retries an unreachable coordinator (0:
+	// RegisterRetry, the constant).
+	RegisterRetry time.Duration
 }
 
 func (c *Client) http() *http.Client {
@@ -76,7 +79,7 @@ type answer struct {
 	StartAtNS *int64 `json:"start_at_ns"`
 }
 
-// RegisterRetry is how long Register keeps retrying an unreachable coordinator (it may start
+// RegisterRetry is how long Register keeps retrying (by default) an unreachable coordinator (it may start
 // after its shards: pods of one Job start in any order), every RegisterPoll.
 const (
 	RegisterRetry = 60 * time.Second
@@ -87,7 +90,11 @@ const (
 // Errors: the coordinator still unreachable, its refusal (a duplicate index, another run,
 // workload or shard count) with its reason and status, or ctx's.
 func (c *Client) Register(ctx context.Context, r Registration) error {
-	deadline := c.clock().Now().Add(RegisterRetry)
+	retry := c.RegisterRetry
+	if retry <= 0 {
+		retry = RegisterRetry
+	}
+	deadline := c.clock().Now().Add(retry)
 	for {
 		var a answer
 		status, err := c.call(ctx, http.MethodPost, "/v1/register", r, &a)

@@ -161,8 +161,12 @@ func TestGateRefusedAndAborted(t *testing.T) {
 	if err := <-errc; !errors.Is(err, ErrAborted) || !strings.Contains(err.Error(), "shard 1 did not register") {
 		t.Fatalf("aborted start: %v", err)
 	}
-	unreachable := &Gate{Client: &Client{Base: "http://127.0.0.1:1"}, Shard: 1, Shards: 2}
+	unreachable := &Gate{Client: &Client{Base: "http://127.0.0.1:1", RegisterRetry: 600 * time.Millisecond}, Shard: 1, Shards: 2}
+	began := time.Now()
 	if err := unreachable.Wait(context.Background(), &artifact.Memory{}, head, "d"); err == nil || !strings.Contains(err.Error(), "coordinator http://127.0.0.1:1") {
 		t.Fatalf("unreachable coordinator: %v", err)
+	}
+	if waited := time.Since(began); waited < 500*time.Millisecond {
+		t.Fatalf("an unreachable coordinator was given up after %v, not retried for 600 ms", waited)
 	}
 }
