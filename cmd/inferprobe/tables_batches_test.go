@@ -62,11 +62,11 @@ func TestProfileTablesBatchesMatchGroundTruth(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	truth := map[string][]map[string]any{} // rank → its steps over every window, by start
+	truth := map[string][]sim.StepTruth{} // rank → its steps over every window, by start
 	files, _ := filepath.Glob(filepath.Join(dir, "*.steps.jsonl"))
 	for _, f := range files {
 		for _, s := range groundTruth(t, f) {
-			r := strconv.Itoa(int(s["rank"].(float64)))
+			r := strconv.Itoa(s.Rank)
 			truth[r] = append(truth[r], s)
 		}
 	}
@@ -79,25 +79,24 @@ func TestProfileTablesBatchesMatchGroundTruth(t *testing.T) {
 		got[r["worker_id"]] = append(got[r["worker_id"]], r)
 	}
 	for rank, steps := range truth {
-		sort.SliceStable(steps, func(i, j int) bool { return steps[i]["start_ns"].(float64) < steps[j]["start_ns"].(float64) })
+		sort.SliceStable(steps, func(i, j int) bool { return steps[i].StartNs < steps[j].StartNs })
 		if len(got[rank]) != len(steps) {
 			t.Fatalf("rank %s: %d rows, %d ground-truth steps", rank, len(got[rank]), len(steps))
 		}
 		for i, w := range steps {
 			g := got[rank][i]
-			n := func(k string) int64 { return int64(w[k].(float64)) }
 			want := map[string]string{
 				"batch_id":             strconv.Itoa(i),
-				"batch_prompt_len":     strconv.FormatInt(n("context_tokens"), 10),
-				"batch_gen_len":        strconv.FormatInt(n("generation_tokens"), 10),
-				"batch_num_tokens":     strconv.FormatInt(n("context_tokens")+n("generation_tokens"), 10),
-				"batch_size":           strconv.FormatInt(n("context_requests")+n("generation_requests"), 10),
-				"batch_execution_time": strconv.FormatFloat(float64(n("gpu_busy_ns"))/1e9, 'f', 4, 64),
-				"batch_wall_time":      strconv.FormatFloat(float64(n("end_ns")-n("start_ns"))/1e9, 'f', 4, 64),
+				"batch_prompt_len":     strconv.Itoa(w.ContextTokens),
+				"batch_gen_len":        strconv.Itoa(w.GenerationTokens),
+				"batch_num_tokens":     strconv.Itoa(w.ContextTokens + w.GenerationTokens),
+				"batch_size":           strconv.Itoa(w.ContextRequests + w.GenerationRequests),
+				"batch_execution_time": strconv.FormatFloat(float64(w.GPUBusyNs)/1e9, 'f', 4, 64),
+				"batch_wall_time":      strconv.FormatFloat(float64(w.EndNs-w.StartNs)/1e9, 'f', 4, 64),
 			}
 			for k, v := range want {
 				if g[k] != v {
-					t.Fatalf("rank %s step %d: %s = %q, ground truth %q (%v)", rank, i, k, g[k], v, w)
+					t.Fatalf("rank %s step %d: %s = %q, ground truth %q (%+v)", rank, i, k, g[k], v, w)
 				}
 			}
 			if g["kv_page_utilization_ratio"] == "" || g["batch_phase"] == "unknown" {

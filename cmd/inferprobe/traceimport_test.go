@@ -56,13 +56,14 @@ func TestProfileTraceImportMatchesGroundTruth(t *testing.T) {
 		}
 		for i, g := range got {
 			w := truth[i]
-			for _, k := range []string{"start_ns", "end_ns", "context_requests", "context_tokens", "generation_requests", "generation_tokens"} {
-				if g[k] != w[k] {
-					t.Fatalf("%s step %d: %s = %v, ground truth %v", file, i, k, g[k], w[k])
+			for k, v := range map[string]int64{"start_ns": w.StartNs, "end_ns": w.EndNs, "context_requests": int64(w.ContextRequests),
+				"context_tokens": int64(w.ContextTokens), "generation_requests": int64(w.GenerationRequests), "generation_tokens": int64(w.GenerationTokens)} {
+				if g[k] != float64(v) {
+					t.Fatalf("%s step %d: %s = %v, ground truth %d", file, i, k, g[k], v)
 				}
 			}
-			if d := g["gpu_busy_ns"].(float64) - w["gpu_busy_ns"].(float64); d > 1000 || d < -1000 {
-				t.Fatalf("%s step %d: gpu_busy_ns %v, ground truth %v", file, i, g["gpu_busy_ns"], w["gpu_busy_ns"])
+			if d := g["gpu_busy_ns"].(float64) - float64(w.GPUBusyNs); d > 1000 || d < -1000 {
+				t.Fatalf("%s step %d: gpu_busy_ns %v, ground truth %d", file, i, g["gpu_busy_ns"], w.GPUBusyNs)
 			}
 		}
 		total += len(got)
@@ -73,24 +74,26 @@ func TestProfileTraceImportMatchesGroundTruth(t *testing.T) {
 	}
 }
 
-// groundTruth reads the sim's .steps.jsonl, sorted by start.
-func groundTruth(t *testing.T, path string) []map[string]any {
+// groundTruth reads the sim's .steps.jsonl, sorted by start. It decodes into
+// sim.StepTruth so that Unix-nanosecond times stay exact (a float64 near 1.8e18 is only
+// good to 256 ns, enough to move a 4-decimal rounding of a step's wall time).
+func groundTruth(t *testing.T, path string) []sim.StepTruth {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var out []map[string]any
+	var out []sim.StepTruth
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+		var s sim.StepTruth
+		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, m)
+		out = append(out, s)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i]["start_ns"].(float64) < out[j]["start_ns"].(float64) })
+	sort.Slice(out, func(i, j int) bool { return out[i].StartNs < out[j].StartNs })
 	return out
 }
 
