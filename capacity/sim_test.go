@@ -84,17 +84,31 @@ func simSearch(t *testing.T, k simKnee, seed int64, thresholdMs float64, minC, m
 
 func ftoa(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
+// TestSearchFindsTheSimKnee: two seeds find the same bracket around the true knee. The steps
+// are 10 ms so that the threshold (40 ms) lies 20 ms above the in-batch TTFT bound and 10 ms
+// below the first queued one: the client's own overhead under the race detector on a loaded
+// host (p95 above 10 ms seen) decides nothing. A search that misses is run again, up to three
+// times per seed, each logged: a host stall can still fail one probe, a wrong search fails all.
 func TestSearchFindsTheSimKnee(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends load to the simulated engine")
 	}
-	k := simKnee{maxSeqs: 3, tokens: 12, base: 5 * time.Millisecond}
+	k := simKnee{maxSeqs: 3, tokens: 12, base: 10 * time.Millisecond}
 	var brackets [][2]float64
 	for _, seed := range []int64{11, 5000} {
-		res, dir := simSearch(t, k, seed, k.thresholdMs(), 2, 24)
-		lo, hi := val(res.BracketLower), val(res.BracketUpper)
-		if res.Status != artifact.SearchFound || !(lo <= k.knee() && k.knee() < hi) || hi-lo > max(1, 0.1*lo) {
-			t.Fatalf("seed %d: status %s bracket [%g, %g], want found around the knee %g; probes %+v", seed, res.Status, lo, hi, k.knee(), res.Probes)
+		var res *artifact.Search
+		var dir string
+		var lo, hi float64
+		for attempt := 1; ; attempt++ {
+			res, dir = simSearch(t, k, seed, k.thresholdMs(), 2, 24)
+			lo, hi = val(res.BracketLower), val(res.BracketUpper)
+			if res.Status == artifact.SearchFound && lo <= k.knee() && k.knee() < hi && hi-lo <= max(1, 0.1*lo) {
+				break
+			}
+			if attempt == 3 {
+				t.Fatalf("seed %d: status %s bracket [%g, %g], want found around the knee %g; probes %+v", seed, res.Status, lo, hi, k.knee(), res.Probes)
+			}
+			t.Logf("seed %d attempt %d: status %s bracket [%g, %g]; probes %+v", seed, attempt, res.Status, lo, hi, res.Probes)
 		}
 		brackets = append(brackets, [2]float64{lo, hi})
 		t.Logf("seed %d: bracket [%g, %g], %d probes, %d runs, %d requests", seed, lo, hi, res.ProbesSpent, res.RunsSpent, res.RequestsSpent)
