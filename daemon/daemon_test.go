@@ -145,7 +145,7 @@ probes:
 
 	byProbe := map[string]RunResult{}
 	for len(byProbe) < 2 {
-		r := nextRun(t, runs, "", 30*time.Second)
+		r := nextRun(t, runs, "", 120*time.Second)
 		byProbe[r.Probe] = r
 	}
 	n1 := checkRunArtifact(t, byProbe["p1"], dir, 4)
@@ -359,7 +359,7 @@ func TestDaemonReload(t *testing.T) {
 	d, path, runs := startDaemon(t, reloadConfig(dir, srv.URL(), "127.0.0.1:0", "444", "2"))
 	seen := map[string]int{}
 	for len(seen) < 2 {
-		seen[nextRun(t, runs, "", 30*time.Second).Probe]++
+		seen[nextRun(t, runs, "", 120*time.Second).Probe]++
 	}
 	l1, l2 := loopOf(d, "p1"), loopOf(d, "p2")
 	cfg0, exp0 := d.Config(), d.Exporter()
@@ -376,7 +376,7 @@ func TestDaemonReload(t *testing.T) {
 	}
 	select {
 	case <-l2.done:
-	case <-time.After(20 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("the replaced loop did not end")
 	}
 	if d.Config() == cfg0 || d.Config().Listen != cfg0.Listen || d.Exporter() != exp0 {
@@ -385,7 +385,7 @@ func TestDaemonReload(t *testing.T) {
 	if loopOf(d, "p1").cfg.Load() != d.Config() {
 		t.Fatal("the kept loop runs under the old configuration")
 	}
-	r := nextRun(t, runs, "p2", 30*time.Second)
+	r := nextRun(t, runs, "p2", 120*time.Second)
 	a, _ := readArtifact(t, r.Path)
 	if n := len(measured(a)); n != 3 || r.Outcome != exporter.RunCompleted {
 		t.Fatalf("p2's new run: %d requests, outcome %s", n, r.Outcome)
@@ -433,7 +433,7 @@ func TestDaemonReload(t *testing.T) {
 	if v, _ := metric(t, d, "inferprobe_config_last_reload_successful", nil); v != 1 {
 		t.Fatalf("reload gauge %v", v)
 	}
-	if r := nextRun(t, runs, "p2", 30*time.Second); r.Outcome != exporter.RunCompleted {
+	if r := nextRun(t, runs, "p2", 120*time.Second); r.Outcome != exporter.RunCompleted {
 		t.Fatalf("p2's run after the threshold change: %s", r.Outcome)
 	}
 	if v, _ := metric(t, d, "inferprobe_requests_total", map[string]string{"probe": "p1", "status": "ok"}); v != 2 {
@@ -551,7 +551,7 @@ func TestDaemonShutdownDrains(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Shutdown: %v", err)
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(120 * time.Second):
 		t.Fatal("Shutdown did not return")
 	}
 	r := nextRun(t, runs, "slow", time.Second)
@@ -601,7 +601,7 @@ func TestDaemonShutdownCancelled(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("Shutdown: %v, want context.Canceled", err)
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(120 * time.Second):
 		t.Fatal("Shutdown with a cancelled context did not return")
 	}
 	r := nextRun(t, runs, "slow", time.Second)

@@ -174,7 +174,7 @@ func TestReloadDuringRunUnrelated(t *testing.T) {
 		t.Fatal("an unrelated change restarted probe p")
 	}
 	g.open()
-	r := nextRun(t, runs, "p", 30*time.Second)
+	r := nextRun(t, runs, "p", 120*time.Second)
 	if r.Outcome != artifact.RunCompleted {
 		t.Fatalf("p's run is %s, want completed", r.Outcome)
 	}
@@ -197,11 +197,11 @@ func TestReloadSLOThresholdDuringRun(t *testing.T) {
 		t.Fatal("a new SLO threshold restarted probe p")
 	}
 	g.open()
-	r1 := nextRun(t, runs, "p", 30*time.Second)
+	r1 := nextRun(t, runs, "p", 120*time.Second)
 	if r1.Outcome != artifact.RunCompleted || r1.Report == nil || r1.Report.SLO == nil || r1.Report.SLO.Digest != oldDigest {
 		t.Fatalf("the running run: %s, judged by %+v, want completed under the policy it started with", r1.Outcome, r1.Report.SLO)
 	}
-	r2 := nextRun(t, runs, "p", 30*time.Second)
+	r2 := nextRun(t, runs, "p", 120*time.Second)
 	if r2.Outcome != artifact.RunCompleted || r2.Report == nil || r2.Report.SLO == nil || r2.Report.SLO.Digest != newDigest {
 		t.Fatalf("the next run: %s, judged by %+v, want the new policy", r2.Outcome, r2.Report.SLO)
 	}
@@ -224,7 +224,7 @@ func TestReloadRemovesRunningProbe(t *testing.T) {
 	g.waitHeld(t, 3) // p's 2 and q's 1
 	rewrite(t, d, path, strings.Replace(gatedConfig(dir, g.url, "60000", "every: 1h", "", qProbe), "  - name: p\n", "  - name: p_gone\n", 1))
 	g.open()
-	r := nextRun(t, runs, "p", 30*time.Second)
+	r := nextRun(t, runs, "p", 120*time.Second)
 	if r.Outcome != artifact.RunInterrupted {
 		t.Fatalf("the removed probe's run is %s, want interrupted", r.Outcome)
 	}
@@ -258,7 +258,7 @@ func TestReloadsAroundOneRun(t *testing.T) {
 	}
 	rewrite(t, d, path, base)
 	g.open()
-	r := nextRun(t, runs, "p", 30*time.Second)
+	r := nextRun(t, runs, "p", 120*time.Second)
 	if r.Outcome != artifact.RunCompleted {
 		t.Fatalf("p's run is %s, want completed", r.Outcome)
 	}
@@ -286,7 +286,7 @@ func TestReloadScheduleDuringRun(t *testing.T) {
 		t.Fatalf("inferprobe_probe_interval_seconds %v, want the new 60", v)
 	}
 	g.open()
-	if r := nextRun(t, runs, "p", 30*time.Second); r.Outcome != artifact.RunCompleted {
+	if r := nextRun(t, runs, "p", 120*time.Second); r.Outcome != artifact.RunCompleted {
 		t.Fatalf("the running run is %s, want completed", r.Outcome)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -304,7 +304,7 @@ func TestReloadScheduleDuringRun(t *testing.T) {
 		t.Fatalf("%d artifacts 59 s after the first start, want 1: a run started before the new interval had passed", n)
 	}
 	fc.Advance(time.Second)
-	if r := nextRun(t, runs, "p", 30*time.Second); r.Outcome != artifact.RunCompleted {
+	if r := nextRun(t, runs, "p", 120*time.Second); r.Outcome != artifact.RunCompleted {
 		t.Fatalf("the next run is %s", r.Outcome)
 	}
 	checkCounted(t, d, map[string]float64{artifact.RunCompleted: 2}, 8)

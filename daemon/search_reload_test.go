@@ -36,7 +36,7 @@ func TestSearchProbeReloadInterrupts(t *testing.T) {
 	if err := d.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	r := nextRun(t, runs, "canary", 30*time.Second)
+	r := nextRun(t, runs, "canary", 120*time.Second)
 	if r.Outcome != exporter.SearchInterrupted || r.Search == nil || r.Err == nil {
 		t.Fatalf("the stopped search: outcome %s search %v err %v, want interrupted with its partial result", r.Outcome, r.Search, r.Err)
 	}

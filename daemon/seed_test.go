@@ -48,7 +48,7 @@ func twoSeedRuns(t *testing.T, seedLine string) ([2]seedRun, string) {
 	_, _, runs := startDaemonWith(t, seedConfig(t.TempDir(), srv.URL(), seedLine), Options{Logger: logger})
 	var out [2]seedRun
 	for i := range out {
-		r := nextRun(t, runs, "uniq", 30*time.Second)
+		r := nextRun(t, runs, "uniq", 120*time.Second)
 		if r.Outcome != artifact.RunCompleted || r.Err != nil {
 			t.Fatalf("run %d: %+v", i, r)
 		}
