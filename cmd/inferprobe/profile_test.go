@@ -56,20 +56,34 @@ func runQuiet(args ...string) int {
 	return execute(args)
 }
 
-func readLines(t *testing.T, path string) []map[string]any {
+// rawLines is an artifact's lines, each a copy (lines up to 16 MiB).
+func rawLines(t *testing.T, path string) [][]byte {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var out []map[string]any
+	var out [][]byte
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
+		out = append(out, append([]byte(nil), sc.Bytes()...))
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// readLines is an artifact's lines decoded as generic JSON objects (numbers as float64).
+func readLines(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for i, l := range rawLines(t, path) {
 		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("line %d does not parse: %v", len(out)+1, err)
+		if err := json.Unmarshal(l, &m); err != nil {
+			t.Fatalf("line %d does not parse: %v", i+1, err)
 		}
 		out = append(out, m)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/sim"
 )
 
@@ -29,19 +30,31 @@ func TestProfileTraceImportMatchesGroundTruth(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	steps := map[string][]map[string]any{} // trace file → its iterations
+	steps := map[string][]artifact.Iteration{} // trace file → its iterations, times exact
 	files := 0
-	for _, l := range readLines(t, out) {
-		switch l["event_type"] {
+	for _, l := range rawLines(t, out) {
+		var head struct {
+			EventType  string            `json:"event_type"`
+			TraceFiles []json.RawMessage `json:"trace_files"`
+		}
+		if err := json.Unmarshal(l, &head); err != nil {
+			t.Fatal(err)
+		}
+		switch head.EventType {
 		case "infer.iteration":
-			c := l["context"].(map[string]any)
-			if want := []string{"GPU-aaa", "GPU-bbb"}[int(c["rank"].(float64))]; c["device_uuid"] != want {
-				t.Fatalf("rank %v: device_uuid %v, want %s", c["rank"], c["device_uuid"], want)
+			var it artifact.Iteration
+			if err := json.Unmarshal(l, &it); err != nil {
+				t.Fatal(err)
 			}
-			f := l["trace_file"].(string)
-			steps[f] = append(steps[f], l)
+			if it.Context.Rank == nil || *it.Context.Rank < 0 || *it.Context.Rank > 1 {
+				t.Fatalf("iteration context rank %v", it.Context.Rank)
+			}
+			if want := []string{"GPU-aaa", "GPU-bbb"}[*it.Context.Rank]; it.Context.DeviceUUID == nil || *it.Context.DeviceUUID != want {
+				t.Fatalf("rank %d: device_uuid %v, want %s", *it.Context.Rank, it.Context.DeviceUUID, want)
+			}
+			steps[it.TraceFile] = append(steps[it.TraceFile], it)
 		case "infer.trace_window":
-			files += len(l["trace_files"].([]any))
+			files += len(head.TraceFiles)
 		}
 	}
 	if files != 4 || len(steps) != 4 {
@@ -50,20 +63,27 @@ func TestProfileTraceImportMatchesGroundTruth(t *testing.T) {
 	total := 0
 	for file, got := range steps {
 		truth := groundTruth(t, strings.TrimSuffix(file, ".pt.trace.json.gz")+".steps.jsonl")
-		sort.Slice(got, func(i, j int) bool { return got[i]["start_ns"].(float64) < got[j]["start_ns"].(float64) })
+		sort.Slice(got, func(i, j int) bool { return got[i].StartNS < got[j].StartNS })
 		if len(got) != len(truth) || len(got) == 0 {
 			t.Fatalf("%s: %d steps imported, %d in the ground truth", file, len(got), len(truth))
 		}
 		for i, g := range got {
 			w := truth[i]
-			for k, v := range map[string]int64{"start_ns": w.StartNs, "end_ns": w.EndNs, "context_requests": int64(w.ContextRequests),
-				"context_tokens": int64(w.ContextTokens), "generation_requests": int64(w.GenerationRequests), "generation_tokens": int64(w.GenerationTokens)} {
-				if g[k] != float64(v) {
-					t.Fatalf("%s step %d: %s = %v, ground truth %d", file, i, k, g[k], v)
+			deref := func(p *int64) int64 {
+				if p == nil {
+					return -1
+				}
+				return *p
+			}
+			for k, v := range map[string][2]int64{"start_ns": {g.StartNS, w.StartNs}, "end_ns": {g.EndNS, w.EndNs},
+				"context_requests": {deref(g.ContextRequests), int64(w.ContextRequests)}, "context_tokens": {deref(g.ContextTokens), int64(w.ContextTokens)},
+				"generation_requests": {deref(g.GenRequests), int64(w.GenerationRequests)}, "generation_tokens": {deref(g.GenTokens), int64(w.GenerationTokens)}} {
+				if v[0] != v[1] {
+					t.Fatalf("%s step %d: %s = %d, ground truth %d", file, i, k, v[0], v[1])
 				}
 			}
-			if d := g["gpu_busy_ns"].(float64) - float64(w.GPUBusyNs); d > 1000 || d < -1000 {
-				t.Fatalf("%s step %d: gpu_busy_ns %v, ground truth %d", file, i, g["gpu_busy_ns"], w.GPUBusyNs)
+			if d := g.GPUBusyNS - w.GPUBusyNs; d > 1000 || d < -1000 {
+				t.Fatalf("%s step %d: gpu_busy_ns %d, ground truth %d", file, i, g.GPUBusyNS, w.GPUBusyNs)
 			}
 		}
 		total += len(got)
