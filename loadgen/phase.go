@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -445,7 +446,10 @@ func (p *phase) send(ctx context.Context, a *attempt) {
 
 // requestID is "<case_id>_<phase>_<worker>_<index>" (the contract's request_id).
 func (p *phase) requestID(a *attempt) string {
-	return fmt.Sprintf("%s_%s_%d_%d", p.cs.ID, p.name, a.worker, a.idx)
+	b := make([]byte, 0, len(p.cs.ID)+len(p.name)+24)
+	b = append(append(append(append(b, p.cs.ID...), '_'), p.name...), '_')
+	b = append(strconv.AppendInt(b, int64(a.worker), 10), '_')
+	return string(strconv.AppendInt(b, int64(a.idx), 10))
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -76,9 +76,11 @@ type rawArgsKey struct{}
 
 // execute runs the command line args and returns the process exit code.
 func execute(args []string) int {
-	root := newRootCmd()
+	var prof pprofFlags
+	root := newRootCmdProfiled(&prof)
 	root.SetArgs(args)
 	err := root.ExecuteContext(context.WithValue(context.Background(), rawArgsKey{}, args))
+	prof.stop()
 	if err == nil {
 		return exitOK
 	}

@@ -11,13 +11,21 @@ import (
 // version is set at link time: -ldflags "-X main.version=v0.1.0".
 var version = "dev"
 
-func newRootCmd() *cobra.Command {
+func newRootCmd() *cobra.Command { return newRootCmdProfiled(nil) }
+
+// newRootCmdProfiled is newRootCmd with the hidden --cpuprofile/--memprofile flags bound to
+// prof (nil: a throwaway set).
+func newRootCmdProfiled(prof *pprofFlags) *cobra.Command {
+	if prof == nil {
+		prof = &pprofFlags{}
+	}
 	root := &cobra.Command{
 		Use:           "inferprobe",
 		Short:         "Measure LLM inference servers as their users experience them",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	prof.register(root)
 	root.AddCommand(newVersionCmd())
 	for _, add := range verbs {
 		root.AddCommand(add())

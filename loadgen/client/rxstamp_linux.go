@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"unsafe"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -22,8 +24,16 @@ import (
 // at once no longer queues their timestamps behind one another.
 type rxConn struct {
 	net.Conn
-	raw  syscall.RawConn
-	oob  []byte       // one reader at a time (net/http reads a connection from one goroutine)
+	raw syscall.RawConn
+	// One reader at a time (net/http reads a connection from one goroutine): the read's
+	// buffer, control buffer, message header and results live here, and recv (bound once)
+	// is the function raw.Read calls, so that a read allocates nothing.
+	oob  []byte
+	msg  unix.Msghdr
+	iov  unix.Iovec
+	recv func(fd uintptr) bool
+	n    int
+	rerr error
 	last atomic.Int64 // Unix ns of the newest segment of the latest read; 0 unknown
 }
 
@@ -46,7 +56,9 @@ func rxTimestamps(c net.Conn) net.Conn {
 	}); err != nil || serr != nil {
 		return c
 	}
-	return &rxConn{Conn: tc, raw: raw, oob: make([]byte, unix.CmsgSpace(16))}
+	rc := &rxConn{Conn: tc, raw: raw, oob: make([]byte, unix.CmsgSpace(16))}
+	rc.recv = rc.recvmsg
+	return rc
 }
 
 // primeOnce keeps one socket with SO_TIMESTAMPNS open for the life of the process. Linux
@@ -75,16 +87,14 @@ func (c *rxConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var n, oobn int
-	var rerr error
-	err := c.raw.Read(func(fd uintptr) bool {
-		for {
-			n, oobn, _, _, rerr = unix.Recvmsg(int(fd), p, c.oob, 0)
-			if rerr != unix.EINTR {
-				return rerr != unix.EAGAIN
-			}
-		}
-	})
+	c.iov.Base = &p[0]
+	c.iov.SetLen(len(p))
+	c.msg.Iov = &c.iov
+	c.msg.SetIovlen(1)
+	c.msg.Control = &c.oob[0]
+	err := c.raw.Read(c.recv)
+	n, rerr, oobn := c.n, c.rerr, int(c.msg.Controllen)
+	c.iov.Base, c.msg.Iov, c.msg.Control, c.rerr = nil, nil, nil, nil // p is the caller's
 	if err == nil && rerr != nil {
 		err = os.NewSyscallError("recvmsg", rerr)
 	}
@@ -99,8 +109,27 @@ func (c *rxConn) Read(p []byte) (int, error) {
 	}
 	// A read without a timestamp makes the time unknown (time.Now() then): keeping the
 	// previous read's would date these bytes too early.
-	c.last.Store(rxStamp(c.oob[:oobn]))
+	c.last.Store(rxStamp(c.oob[:min(max(oobn, 0), len(c.oob))]))
 	return n, nil
+}
+
+// recvmsg is raw.Read's callback: one recvmsg(2) into c.iov with c.oob for control
+// messages (what unix.Recvmsg does, without its allocations), retried on EINTR; it reports
+// done unless the socket has nothing to read yet (EAGAIN: wait for readiness).
+func (c *rxConn) recvmsg(fd uintptr) bool {
+	for {
+		c.msg.SetControllen(len(c.oob))
+		c.msg.Flags = 0
+		r, _, errno := unix.Syscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&c.msg)), 0)
+		c.n, c.rerr = int(r), nil
+		if errno != 0 {
+			c.n, c.rerr = 0, errno
+			c.msg.Controllen = 0
+		}
+		if c.rerr != unix.EINTR {
+			return c.rerr != unix.EAGAIN
+		}
+	}
 }
 
 // rxStamp returns the SCM_TIMESTAMPNS timestamp (Unix ns) among the control messages in oob,

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -75,13 +76,63 @@ type stream struct {
 	// comments is the parser's comment count when the stream stopped (used once stopped):
 	// comments after [DONE] or a failure are not counted, however the reads were cut.
 	comments int
+	// now is the arrival time of the read being parsed; emit (s.emitAt, bound once) hands
+	// each of its events to event with it, so that a read allocates no closure.
+	now  time.Time
+	emit func(sse.Event)
+	// drain is the stream's timer bounding the read past [DONE] (created once, re-armed per
+	// call); it calls drainCancel, the current call's cancel, set under drainMu while armed.
+	drain       *time.Timer
+	drainArmed  bool
+	drainMu     sync.Mutex
+	drainCancel context.CancelFunc
 }
 
 func (c *Client) getStream() *stream {
 	if s, ok := c.states.Get().(*stream); ok {
 		return s
 	}
-	return &stream{c: c, parser: sse.NewParser(c.maxLine), buf: make([]byte, readBufferSize)}
+	s := &stream{c: c, parser: sse.NewParser(c.maxLine), buf: make([]byte, readBufferSize)}
+	s.emit = s.emitAt
+	return s
+}
+
+func (s *stream) emitAt(e sse.Event) { s.event(e, s.now) }
+
+// armDrain makes cancel run after drainGrace unless disarmDrain (a no-op when not armed)
+// comes first. A timer that
+// fires late, after disarmDrain, finds no cancel (or, at worst, cancels the finished call
+// it was armed for: a no-op).
+func (s *stream) armDrain(cancel context.CancelFunc) {
+	s.drainArmed = true
+	s.drainMu.Lock()
+	s.drainCancel = cancel
+	s.drainMu.Unlock()
+	if s.drain == nil {
+		s.drain = time.AfterFunc(drainGrace, s.drainFired)
+	} else {
+		s.drain.Reset(drainGrace)
+	}
+}
+
+func (s *stream) disarmDrain() {
+	if !s.drainArmed {
+		return
+	}
+	s.drainArmed = false
+	s.drain.Stop()
+	s.drainMu.Lock()
+	s.drainCancel = nil
+	s.drainMu.Unlock()
+}
+
+func (s *stream) drainFired() {
+	s.drainMu.Lock()
+	cancel := s.drainCancel
+	s.drainMu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
 }
 
 func (c *Client) putStream(s *stream) {
@@ -108,7 +159,7 @@ func (s *stream) readStream(callCtx context.Context, body io.Reader, r *Result, 
 	s.res = r
 	r.TokenChunks = make([]time.Time, 0, 32)
 	drained := 0
-	var drainTimer *time.Timer
+	defer s.disarmDrain()
 	for {
 		n, err := body.Read(s.buf)
 		if n > 0 {
@@ -121,7 +172,8 @@ func (s *stream) readStream(callCtx context.Context, body io.Reader, r *Result, 
 				}
 			}
 			if !s.stopped {
-				perr := s.parser.Feed(s.buf[:n], func(e sse.Event) { s.event(e, now) })
+				s.now = now
+				perr := s.parser.Feed(s.buf[:n], s.emit)
 				if perr != nil && !s.stopped {
 					s.failAt(now, ErrTypeLineTooLong, fmt.Sprintf("an SSE line or event exceeds %d bytes", s.c.maxLine))
 					s.finish()
@@ -131,9 +183,8 @@ func (s *stream) readStream(callCtx context.Context, body io.Reader, r *Result, 
 				drained += n
 			}
 			if s.stopped {
-				if drainTimer == nil {
-					drainTimer = time.AfterFunc(drainGrace, cancel)
-					defer drainTimer.Stop()
+				if !s.drainArmed {
+					s.armDrain(cancel)
 				}
 				if drained > drainLimit {
 					s.finish()
