@@ -80,12 +80,10 @@ type stream struct {
 	// each of its events to event with it, so that a read allocates no closure.
 	now  time.Time
 	emit func(sse.Event)
-	// drain is the stream's timer bounding the read past [DONE] (created once, re-armed per
-	// call); it calls drainCancel, the current call's cancel, set under drainMu while armed.
-	drain       *time.Timer
-	drainArmed  bool
-	drainMu     sync.Mutex
-	drainCancel context.CancelFunc
+	// drain bounds the read past [DONE]: its timer cancels the call drainGrace after
+	// armDrain. It is reused by the next call only when Stop caught it before it fired.
+	drain      *drainTimer
+	drainArmed bool
 }
 
 func (c *Client) getStream() *stream {
@@ -99,40 +97,54 @@ func (c *Client) getStream() *stream {
 
 func (s *stream) emitAt(e sse.Event) { s.event(e, s.now) }
 
-// armDrain makes cancel run after drainGrace unless disarmDrain (a no-op when not armed)
-// comes first. A timer that
-// fires late, after disarmDrain, finds no cancel (or, at worst, cancels the finished call
-// it was armed for: a no-op).
-func (s *stream) armDrain(cancel context.CancelFunc) {
-	s.drainArmed = true
-	s.drainMu.Lock()
-	s.drainCancel = cancel
-	s.drainMu.Unlock()
-	if s.drain == nil {
-		s.drain = time.AfterFunc(drainGrace, s.drainFired)
-	} else {
-		s.drain.Reset(drainGrace)
+// drainTimer is one timer and the cancel it runs when it fires (nil: nothing to cancel).
+// A timer that fired, even late, only ever sees the cancel of the call it was armed for.
+type drainTimer struct {
+	t      *time.Timer
+	mu     sync.Mutex
+	cancel context.CancelFunc
+}
+
+func (d *drainTimer) fire() {
+	d.mu.Lock()
+	cancel := d.cancel
+	d.mu.Unlock()
+	if cancel != nil {
+		cancel()
 	}
 }
 
+// armDrain makes cancel run after drainGrace unless disarmDrain comes first.
+func (s *stream) armDrain(cancel context.CancelFunc) {
+	s.drainArmed = true
+	if s.drain == nil {
+		d := &drainTimer{cancel: cancel}
+		d.t = time.AfterFunc(drainGrace, d.fire)
+		s.drain = d
+		return
+	}
+	s.drain.mu.Lock()
+	s.drain.cancel = cancel
+	s.drain.mu.Unlock()
+	s.drain.t.Reset(drainGrace)
+}
+
+// disarmDrain (a no-op when not armed) stops the timer. One that Stop caught never runs
+// and is kept for the next call; one that has fired or is firing is dropped with its
+// cancel (this call's, so at worst a finished call is cancelled: a no-op), so that a late
+// fire can never cancel a later call of this pooled stream.
 func (s *stream) disarmDrain() {
 	if !s.drainArmed {
 		return
 	}
 	s.drainArmed = false
-	s.drain.Stop()
-	s.drainMu.Lock()
-	s.drainCancel = nil
-	s.drainMu.Unlock()
-}
-
-func (s *stream) drainFired() {
-	s.drainMu.Lock()
-	cancel := s.drainCancel
-	s.drainMu.Unlock()
-	if cancel != nil {
-		cancel()
+	if !s.drain.t.Stop() {
+		s.drain = nil
+		return
 	}
+	s.drain.mu.Lock()
+	s.drain.cancel = nil
+	s.drain.mu.Unlock()
 }
 
 func (c *Client) putStream(s *stream) {
