@@ -9,11 +9,12 @@ package main
 
 import (
 	"flag"
-	"fmt"
 	"io"
 	"log"
 	"net/http"
 	"time"
+
+	"github.com/inferprobe/inferprobe/internal/ssefixture"
 )
 
 func main() {
@@ -44,20 +45,10 @@ func main() {
 
 // render returns the answer's events, one []byte per SSE event.
 func render(n int) [][]byte {
-	const head = `data: {"id":"chatcmpl-stub","object":"chat.completion.chunk","created":1795967353,"model":"stub","choices":[{"index":0,"delta":`
-	ev := func(delta, finish string) string {
-		return head + delta + `,"logprobs":null,"finish_reason":` + finish + "}]}\n\n"
-	}
-	out := []string{ev(`{"role":"assistant","content":""}`, "null")}
-	for i := range n {
-		out = append(out, ev(fmt.Sprintf(`{"content":" tok%d"}`, i), "null"))
-	}
-	out = append(out, ev(`{"content":""}`, `"length"`),
-		fmt.Sprintf(`data: {"id":"chatcmpl-stub","object":"chat.completion.chunk","created":1795967353,"model":"stub","choices":[],"usage":{"prompt_tokens":64,"total_tokens":%d,"completion_tokens":%d}}`+"\n\n", 64+n, n),
-		"data: [DONE]\n\n")
-	b := make([][]byte, len(out))
-	for i, s := range out {
-		b[i] = []byte(s)
+	ev := ssefixture.VLLMStream("chatcmpl-stub", "stub", 64, n)
+	b := make([][]byte, len(ev))
+	for i, e := range ev {
+		b[i] = []byte(e)
 	}
 	return b
 }

@@ -2,30 +2,20 @@ package client
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/inferprobe/inferprobe/internal/ssefixture"
 )
 
 // vllmStream renders a vLLM-shaped chat stream: a role chunk, n one-token content chunks,
 // a finish chunk, the usage chunk and [DONE]; one event per element.
 func vllmStream(n int) []string {
-	const head = `data: {"id":"chatcmpl-inferprobe-run-1-c8_in512_out64_measured_0_0","object":"chat.completion.chunk","created":1795967353,"model":"Qwen/Qwen2.5-7B-Instruct","choices":[{"index":0,"delta":`
-	ev := func(delta, finish string) string {
-		return head + delta + `,"logprobs":null,"finish_reason":` + finish + "}]}\n\n"
-	}
-	out := []string{ev(`{"role":"assistant","content":""}`, "null")}
-	for i := range n {
-		out = append(out, ev(fmt.Sprintf(`{"content":" tok%d"}`, i), "null"))
-	}
-	out = append(out, ev(`{"content":""}`, `"length"`),
-		`data: {"id":"chatcmpl-x","object":"chat.completion.chunk","created":1795967353,"model":"Qwen/Qwen2.5-7B-Instruct","choices":[],"usage":{"prompt_tokens":512,"total_tokens":576,"completion_tokens":64}}`+"\n\n",
-		doneFrame)
-	return out
+	return ssefixture.VLLMStream("chatcmpl-inferprobe-run-1-c8_in512_out64_measured_0_0", "Qwen/Qwen2.5-7B-Instruct", 512, n)
 }
 
 // replayReader returns one event per Read, like a socket with one flush per token.
