@@ -311,7 +311,9 @@ func TestParseSLOFlagsLimitMessages(t *testing.T) {
 		{"server.queue:1e999", `--slo "server.queue:1e999": 1e999 is out of range (float64 holds at most ±1.8e+308)`},
 		{"ttft:0", `--slo "ttft:0": the limit must be > 0 milliseconds, not 0`},
 		{"ttft:0e5", `--slo "ttft:0e5": the limit must be > 0 milliseconds, not 0`},
-		{"ttft:-1", `--slo "ttft:-1": "-1" is not a number of milliseconds`},
+		{"ttft:-1", `--slo "ttft:-1": the limit must be > 0 milliseconds, not -1`},
+		{"e2e:-2.5", `--slo "e2e:-2.5": the limit must be > 0 milliseconds, not -2.5`},
+		{"ttft:--1", `--slo "ttft:--1": "--1" is not a number of milliseconds`},
 		{"ttft:fast", `--slo "ttft:fast": "fast" is not a number of milliseconds`},
 	} {
 		_, err := ParseSLOFlags([]string{tc.item})

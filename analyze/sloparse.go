@@ -161,6 +161,9 @@ func criterionFromFlag(item string) (Criterion, error) {
 	if !dotted {
 		boundary, metric = BoundaryClient, key
 	}
+	if neg, ok := strings.CutPrefix(raw, "-"); ok && decimalPattern.MatchString(neg) {
+		return Criterion{}, fmt.Errorf("--slo %q: the limit must be > 0 milliseconds, not %s", item, raw)
+	}
 	if !decimalPattern.MatchString(raw) {
 		return Criterion{}, fmt.Errorf("--slo %q: %q is not a number of milliseconds", item, raw)
 	}

@@ -78,6 +78,7 @@ func resetCache(ctx context.Context, clock clockwork.Clock, hc *http.Client, url
 				res.Err = err.Error()
 				return
 			}
+			req.URL.User = nil // never send URL credentials (Validate refuses them too)
 			if apiKey != "" {
 				req.Header.Set("Authorization", "Bearer "+apiKey)
 			}

@@ -310,6 +310,9 @@ func (c *Config) validateCache() error {
 		if err != nil || (ru.Scheme != "http" && ru.Scheme != "https") || ru.Host == "" {
 			return flagErr("cache-reset-url", "--cache-reset-url must be an http or https URL")
 		}
+		if ru.User != nil {
+			return flagErr("cache-reset-url", "--cache-reset-url must not carry user:password (URL credentials are never sent; the API key is)")
+		}
 	}
 	return nil
 }

@@ -82,6 +82,7 @@ func TestValidateMessages(t *testing.T) {
 		{"groups", func(c *Config) { c.PromptMode, c.PrefixGroups = prompt.SharedPrefix, -1 }, "--prefix-groups must be ≥ 1"},
 		{"cache state", func(c *Config) { c.CacheState = "x" }, `--cache-state must be unspecified or cold, not "x"`},
 		{"cache reset url", func(c *Config) { c.CacheResetURL = "ftp://x" }, "--cache-reset-url must be an http or https URL"},
+		{"cache reset url credentials", func(c *Config) { c.CacheResetURL = "http://u:secret@h/reset_prefix_cache" }, "--cache-reset-url must not carry user:password (URL credentials are never sent; the API key is)"},
 		{"cache reset timeout", func(c *Config) { c.CacheResetTimeout = -1 }, "--cache-reset-timeout must be at least 0 seconds, not -1e-09"},
 		{"case ids", func(c *Config) { c.Concurrency = []int{1, 1} }, "two workload cases would share the ID c1_in32_out8"},
 		{"schedule size", func(c *Config) {
