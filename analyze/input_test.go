@@ -25,8 +25,8 @@ func referenceInput(t testing.TB, r io.Reader, path string, maxLine int) (*Input
 		case *artifact.Request:
 			a.Requests = append(a.Requests, *v)
 		default:
-			it := blockItem{value: rec.Value, kind: rec.Kind, raw: bytes.Clone(rec.Raw)}
-			keep(a, &it)
+			it := blockItem{value: rec.Value, line: rec.Line, kind: rec.Kind, raw: bytes.Clone(rec.Raw)}
+			return keep(a, &it)
 		}
 		return nil
 	})
@@ -217,6 +217,10 @@ func TestReadInputMatchesSequentialRead(t *testing.T) {
 		"empty":               "",
 		"only blanks":         "\n\n  \n",
 		"first line bad":      "nope\n" + rich,
+		"span contexts":       rich + spanLines(t, false),
+		"unknown context":     rich + spanLines(t, true),
+		"context redefined": rich + spanLines(t, false) +
+			`{"event_type":"infer.vllm_span_context","schema_version":1,"context_id":"` + spanContextID(t) + `","resource":{},"scope":{}}` + "\n",
 	}
 	for name, data := range inputs {
 		for _, maxLine := range []int{0, 2048} {

@@ -41,6 +41,7 @@ const (
 	EventSystemSample            = "infer.system_sample"
 	EventSummary                 = "infer.summary"
 	EventTraceWindow             = "infer.trace_window"
+	EventVLLMSpanContext         = "infer.vllm_span_context"
 	SessionSchemaVersion         = 1
 	ArtifactSchemaVersion        = 2
 	WorkloadSchemaVersion        = 1
@@ -52,6 +53,8 @@ const (
 	ClockAlignmentSchemaVersion  = 2
 	VLLMScrapeSchemaVersion      = 1
 	VLLMSpanSchemaVersion        = 1
+	VLLMSpanV2SchemaVersion      = 2
+	VLLMSpanContextSchemaVersion = 1
 	TelemetrySampleSchemaVersion = 1
 	SystemSampleSchemaVersion    = 1
 )
@@ -77,6 +80,19 @@ var (
 	// start_ns, end_ns, …). The reader keeps it as *Raw; it is never decoded as
 	// a client Request.
 	KindRequestV2 = Kind{EventRequest, 2}
+)
+
+// The span kinds the Writer writes.
+var (
+	// KindVLLMSpanV2 is the infer.vllm_span line the Writer writes: v1's
+	// fields without resource and scope, and "context" (right after
+	// "schema_version") naming the KindVLLMSpanContext line that holds them.
+	// The reader keeps it as *Raw with Raw.Context resolved (SpanContexts);
+	// DecodeVLLMSpanRaw decodes it.
+	KindVLLMSpanV2 = Kind{EventVLLMSpan, VLLMSpanV2SchemaVersion}
+	// KindVLLMSpanContext is the resource and scope shared by v2 span lines
+	// (VLLMSpanContext).
+	KindVLLMSpanContext = Kind{EventVLLMSpanContext, VLLMSpanContextSchemaVersion}
 )
 
 // Header is the discriminator pair, for record types defined outside this

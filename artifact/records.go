@@ -6,13 +6,18 @@ import (
 
 // Raw is a record kept as its JSON text: every kind this package does not
 // decode into a typed record (infer.request v2, infer.vllm_scrape,
-// infer.vllm_span, infer.system_sample,
+// infer.vllm_span v1 and v2, infer.system_sample,
 // infer.summary, unknown types and versions, and objects without an
 // event_type). Writing a Raw writes JSON as it is (compacted); it must be an
 // object carrying its own event_type and schema_version.
 type Raw struct {
 	Kind Kind
 	JSON json.RawMessage
+	// Context is the resource and scope of an infer.vllm_span v2 line
+	// (KindVLLMSpanV2), resolved by the reader from the file's earlier
+	// infer.vllm_span_context line (SpanContexts.Resolve); nil for every
+	// other kind and for a Raw built by hand.
+	Context *VLLMSpanContext
 }
 
 // RecordKind returns the kind the line carried.

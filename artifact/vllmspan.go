@@ -172,9 +172,22 @@ func (r *VLLMSpan) DurationNS() (int64, bool) {
 // attributes keep their types through a write/read round trip. Map keys
 // are sorted. Nil maps are written as {}.
 func (r VLLMSpan) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 2048) // a vLLM llm_request line is about 1.5 kB
+	return r.appendLine(make([]byte, 0, 2048), "") // a vLLM llm_request line is about 1.5 kB
+}
+
+// appendLine writes the record as an infer.vllm_span v1 object (context ""),
+// or as a v2 object naming context instead of carrying its resource and
+// scope: "context" follows "schema_version", the other fields are v1's in
+// v1's order.
+func (r *VLLMSpan) appendLine(b []byte, context string) ([]byte, error) {
 	b = append(b, `{"event_type":"`+EventVLLMSpan+`","schema_version":`...)
-	b = strconv.AppendInt(b, VLLMSpanSchemaVersion, 10)
+	if context == "" {
+		b = strconv.AppendInt(b, VLLMSpanSchemaVersion, 10)
+	} else {
+		b = strconv.AppendInt(b, VLLMSpanV2SchemaVersion, 10)
+		b = append(b, `,"context":`...)
+		b = appendString(b, context)
+	}
 	b = append(b, `,"session_id":`...)
 	b = appendString(b, r.SessionID)
 	b = append(b, `,"run_id":`...)
@@ -189,7 +202,7 @@ func (r VLLMSpan) MarshalJSON() ([]byte, error) {
 	b = appendIntPtr(b, r.ReceivedAtNS)
 	b = append(b, `,"timestamp_ns":`...)
 	b = appendIntPtr(b, r.TimestampNS)
-	b, err := r.appendContent(b)
+	b, err := r.appendContent(b, context == "")
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +213,9 @@ func (r VLLMSpan) MarshalJSON() ([]byte, error) {
 
 // appendContent writes the span's own fields (what the exporter sent), from
 // ",\"trace_id\"" to the dropped counts: the part that ContentDigest hashes.
-func (r *VLLMSpan) appendContent(b []byte) ([]byte, error) {
+// Without inline the resource and scope are left out (a v2 line names its
+// context instead).
+func (r *VLLMSpan) appendContent(b []byte, inline bool) ([]byte, error) {
 	var err error
 	b = append(b, `,"trace_id":`...)
 	b = appendStringPtr(b, r.TraceID)
@@ -218,8 +233,10 @@ func (r *VLLMSpan) appendContent(b []byte) ([]byte, error) {
 	if b, err = appendMap(b, r.Attributes, 0); err != nil {
 		return nil, fmt.Errorf("artifact: span %q attributes: %w", r.Name, err)
 	}
-	if b, err = r.appendResourceScope(b); err != nil {
-		return nil, err
+	if inline {
+		if b, err = r.appendResourceScope(b); err != nil {
+			return nil, err
+		}
 	}
 	b = append(b, `,"status":`...)
 	if r.Status == nil {
@@ -278,7 +295,7 @@ func (r *VLLMSpan) ContentDigest() string {
 	b := make([]byte, 0, 1024)
 	b = append(b, `{"name":`...)
 	b = appendString(b, r.Name)
-	b, err := r.appendContent(b)
+	b, err := r.appendContent(b, true)
 	if err != nil {
 		return ""
 	}

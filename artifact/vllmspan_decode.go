@@ -36,6 +36,7 @@ type wireSpan struct {
 	Status        json.RawMessage `json:"status"`
 	Dropped       json.RawMessage `json:"dropped"`
 	RequestID     *string         `json:"request_id"`
+	Context       *string         `json:"context"` // v2 only
 }
 
 // DecodeVLLMSpan decodes one infer.vllm_span v1 line (as MarshalJSON
@@ -46,8 +47,9 @@ type wireSpan struct {
 // numbers with a fraction or exponent float64. The ids must be hex of the
 // OTLP lengths (normalised to lowercase); end_unix_ns must not precede
 // start_unix_ns; name must be non-empty. A line of another event_type or
-// version gives an error wrapping ErrNotVLLMSpan. Unknown fields are
-// ignored.
+// version gives an error wrapping ErrNotVLLMSpan; a v2 line, which needs its
+// file's contexts, is read with DecodeVLLMSpanRaw or SpanContexts.DecodeSpan.
+// Unknown fields are ignored.
 func DecodeVLLMSpan(line []byte) (VLLMSpan, error) {
 	var w wireSpan
 	if err := strictUnmarshal(line, &w); err != nil {
