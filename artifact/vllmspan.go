@@ -35,8 +35,10 @@ type SpanStatus struct {
 	Message string `json:"message"`
 }
 
-// VLLMSpan is one infer.vllm_span v1 line: one span as the server exported
-// it, with its attributes under their native names.
+// VLLMSpan is one span as the server exported it, with its attributes under
+// their native names: an infer.vllm_span v1 line (MarshalJSON), or, as the
+// Writer stores it, a v2 line naming the infer.vllm_span_context that holds
+// what the spans of one export share (see KindVLLMSpanV2).
 //
 // Times are integer nanoseconds. StartUnixNS, EndUnixNS and TimestampNS
 // (= StartUnixNS) are on the exporter's wall clock, named by ClockDomain;
@@ -103,8 +105,9 @@ type VLLMSpan struct {
 	shared *sharedMaps
 }
 
-// RecordKind returns KindVLLMSpan, so Writer.Write writes a
-// VLLMSpan as an infer.vllm_span v1 line.
+// RecordKind returns KindVLLMSpan: MarshalLine writes a VLLMSpan as a
+// self-contained infer.vllm_span v1 line (Writer.Write writes v2 lines and
+// their contexts instead).
 func (VLLMSpan) RecordKind() Kind { return KindVLLMSpan }
 
 // MarshalJSON's output is one compact, valid line already (MarshalLine
@@ -172,22 +175,9 @@ func (r *VLLMSpan) DurationNS() (int64, bool) {
 // attributes keep their types through a write/read round trip. Map keys
 // are sorted. Nil maps are written as {}.
 func (r VLLMSpan) MarshalJSON() ([]byte, error) {
-	return r.appendLine(make([]byte, 0, 2048), "") // a vLLM llm_request line is about 1.5 kB
-}
-
-// appendLine writes the record as an infer.vllm_span v1 object (context ""),
-// or as a v2 object naming context instead of carrying its resource and
-// scope: "context" follows "schema_version", the other fields are v1's in
-// v1's order.
-func (r *VLLMSpan) appendLine(b []byte, context string) ([]byte, error) {
+	b := make([]byte, 0, 2048) // a vLLM llm_request line is about 1.5 kB
 	b = append(b, `{"event_type":"`+EventVLLMSpan+`","schema_version":`...)
-	if context == "" {
-		b = strconv.AppendInt(b, VLLMSpanSchemaVersion, 10)
-	} else {
-		b = strconv.AppendInt(b, VLLMSpanV2SchemaVersion, 10)
-		b = append(b, `,"context":`...)
-		b = appendString(b, context)
-	}
+	b = strconv.AppendInt(b, VLLMSpanSchemaVersion, 10)
 	b = append(b, `,"session_id":`...)
 	b = appendString(b, r.SessionID)
 	b = append(b, `,"run_id":`...)
@@ -202,7 +192,7 @@ func (r *VLLMSpan) appendLine(b []byte, context string) ([]byte, error) {
 	b = appendIntPtr(b, r.ReceivedAtNS)
 	b = append(b, `,"timestamp_ns":`...)
 	b = appendIntPtr(b, r.TimestampNS)
-	b, err := r.appendContent(b, context == "")
+	b, err := r.appendContent(b)
 	if err != nil {
 		return nil, err
 	}
@@ -213,9 +203,7 @@ func (r *VLLMSpan) appendLine(b []byte, context string) ([]byte, error) {
 
 // appendContent writes the span's own fields (what the exporter sent), from
 // ",\"trace_id\"" to the dropped counts: the part that ContentDigest hashes.
-// Without inline the resource and scope are left out (a v2 line names its
-// context instead).
-func (r *VLLMSpan) appendContent(b []byte, inline bool) ([]byte, error) {
+func (r *VLLMSpan) appendContent(b []byte) ([]byte, error) {
 	var err error
 	b = append(b, `,"trace_id":`...)
 	b = appendStringPtr(b, r.TraceID)
@@ -233,40 +221,48 @@ func (r *VLLMSpan) appendContent(b []byte, inline bool) ([]byte, error) {
 	if b, err = appendMap(b, r.Attributes, 0); err != nil {
 		return nil, fmt.Errorf("artifact: span %q attributes: %w", r.Name, err)
 	}
-	if inline {
-		if b, err = r.appendResourceScope(b); err != nil {
-			return nil, err
-		}
+	if b, err = r.appendResourceScope(b); err != nil {
+		return nil, err
 	}
 	b = append(b, `,"status":`...)
-	if r.Status == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, `{"code":`...)
-		b = appendString(b, r.Status.Code)
-		b = append(b, `,"message":`...)
-		b = appendString(b, r.Status.Message)
-		b = append(b, '}')
+	b = appendStatus(b, r.Status)
+	b = append(b, `,"dropped":`...)
+	return appendDropped(b, r.Dropped), nil
+}
+
+// appendStatus writes a status object, or null for nil.
+func appendStatus(b []byte, st *SpanStatus) []byte {
+	if st == nil {
+		return append(b, "null"...)
 	}
-	b = append(b, `,"dropped":{`...)
-	if a, e, l, ok := otlpDropped(r.Dropped); ok { // the usual three keys, already in order
+	b = append(b, `{"code":`...)
+	b = appendString(b, st.Code)
+	b = append(b, `,"message":`...)
+	b = appendString(b, st.Message)
+	return append(b, '}')
+}
+
+// appendDropped writes the dropped counts as an object with sorted keys ({} for nil).
+func appendDropped(b []byte, m map[string]int64) []byte {
+	b = append(b, '{')
+	if a, e, l, ok := otlpDropped(m); ok { // the usual three keys, already in order
 		b = append(b, `"attributes":`...)
 		b = strconv.AppendInt(b, a, 10)
 		b = append(b, `,"events":`...)
 		b = strconv.AppendInt(b, e, 10)
 		b = append(b, `,"links":`...)
 		b = strconv.AppendInt(b, l, 10)
-		return append(b, '}'), nil
+		return append(b, '}')
 	}
-	for i, k := range sortedKeys(make([]string, 0, len(r.Dropped)), r.Dropped) {
+	for i, k := range sortedKeys(make([]string, 0, len(m)), m) {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = appendString(b, k)
 		b = append(b, ':')
-		b = strconv.AppendInt(b, r.Dropped[k], 10)
+		b = strconv.AppendInt(b, m[k], 10)
 	}
-	return append(b, '}'), nil
+	return append(b, '}')
 }
 
 // otlpDropped returns the three OTLP dropped counts when m holds exactly
@@ -295,7 +291,7 @@ func (r *VLLMSpan) ContentDigest() string {
 	b := make([]byte, 0, 1024)
 	b = append(b, `{"name":`...)
 	b = appendString(b, r.Name)
-	b, err := r.appendContent(b, true)
+	b, err := r.appendContent(b)
 	if err != nil {
 		return ""
 	}

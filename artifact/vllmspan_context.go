@@ -11,23 +11,30 @@ import (
 	"strconv"
 )
 
-// VLLMSpanContext is one infer.vllm_span_context v1 line: the resource and
-// instrumentation scope that infer.vllm_span v2 lines of the same artifact
-// file name by ID instead of repeating them. The Writer writes one before the
-// first span line that names it, once per file; readers resolve each v2 span
-// line against the contexts read earlier in the same file (SpanContexts).
+// VLLMSpanContext is one infer.vllm_span_context v1 line: what the spans of
+// one export have in common, which infer.vllm_span v2 lines of the same
+// artifact file name by ID instead of repeating it — the reception facts
+// (SessionID, RunID, Source, ClockDomain: VLLMSpan's), the resource and
+// scope, and the sorted attribute keys whose values a v2 line lists in that
+// order. The Writer writes one before the first span line that names it,
+// once per file; readers resolve each v2 span line against the contexts read
+// earlier in the same file (SpanContexts).
 //
-// ID is ContextIDOf the encoded resource and scope (16 lowercase hex digits),
-// so the same content always has the same id and two lines with one id and
-// different content are an error. Resource and Scope are VLLMSpan.Resource and
-// VLLMSpan.Scope (Scope: "name", "version" when set, "attributes" when any);
-// treat them as read-only: the spans resolved against a context share them.
+// ID is ContextIDOf the line's body (16 lowercase hex digits), so the same
+// content always has the same id, and two lines with one id and different
+// content are an error. Resource, Scope and AttributeKeys are shared by the
+// spans resolved against the context: treat them as read-only.
 type VLLMSpanContext struct {
-	ID       string
-	Resource map[string]any
-	Scope    map[string]any
-
-	shared *sharedMaps // the encoding of Resource and Scope; nil until encoded
+	ID          string
+	SessionID   string
+	RunID       string
+	Source      string
+	ClockDomain string
+	Resource    map[string]any
+	Scope       map[string]any
+	// AttributeKeys are the attribute names, distinct, in the order of a v2
+	// line's attribute_values (the Writer sorts them).
+	AttributeKeys []string
 }
 
 // RecordKind returns KindVLLMSpanContext.
@@ -44,34 +51,58 @@ const maxContextIDBytes = 128
 var ErrUnknownSpanContext = errors.New("infer.vllm_span v2 names an unknown infer.vllm_span_context")
 
 // MarshalJSON writes `{"event_type":"infer.vllm_span_context","schema_version":1,
-// "context_id":ID,"resource":{…},"scope":{…}}` with VLLMSpan's value rules
-// (sorted keys, exact integers, doubles with a decimal point or exponent).
+// "context_id":ID,"session_id":…,"run_id":…,"source":…,"clock_domain":…,
+// "resource":{…},"scope":{…},"attribute_keys":[…]}` with VLLMSpan's value
+// rules (sorted map keys, exact integers, doubles with a decimal point or
+// exponent).
 func (c VLLMSpanContext) MarshalJSON() ([]byte, error) {
-	s := c.shared
-	if s == nil || !sameMap(s.resource, c.Resource) || !sameMap(s.scope, c.Scope) {
-		if s = encodeShared(c.Resource, c.Scope); s == nil {
-			return nil, fmt.Errorf("artifact: span context %q: resource or scope does not encode", c.ID)
-		}
+	enc := encodeShared(c.Resource, c.Scope)
+	if enc == nil {
+		return nil, fmt.Errorf("artifact: span context %q: resource or scope does not encode", c.ID)
 	}
-	return contextLine(c.ID, s.enc), nil
+	body := contextBody(nil, c.SessionID, c.RunID, c.Source, c.ClockDomain, enc.enc, c.AttributeKeys)
+	return contextLine(c.ID, body), nil
 }
 
-// contextLine is the infer.vllm_span_context line of id with enc, the
-// `,"resource":…,"scope":…` encoding, without its newline.
-func contextLine(id string, enc []byte) []byte {
-	b := make([]byte, 0, len(enc)+128)
+// contextBody appends the fields of a context line after its id:
+// `,"session_id":…,"clock_domain":…` + enc (`,"resource":…,"scope":…`) +
+// `,"attribute_keys":[…]`. It is also the Writer's key for the context.
+func contextBody(b []byte, session, run, source, clock string, enc []byte, keys []string) []byte {
+	b = append(b, `,"session_id":`...)
+	b = appendString(b, session)
+	b = append(b, `,"run_id":`...)
+	b = appendString(b, run)
+	b = append(b, `,"source":`...)
+	b = appendString(b, source)
+	b = append(b, `,"clock_domain":`...)
+	b = appendString(b, clock)
+	b = append(b, enc...)
+	b = append(b, `,"attribute_keys":[`...)
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+	}
+	return append(b, ']')
+}
+
+// contextLine is the infer.vllm_span_context line of id with body
+// (contextBody), without its newline.
+func contextLine(id string, body []byte) []byte {
+	b := make([]byte, 0, len(body)+96)
 	b = append(b, `{"event_type":"`+EventVLLMSpanContext+`","schema_version":`...)
 	b = strconv.AppendInt(b, VLLMSpanContextSchemaVersion, 10)
 	b = append(b, `,"context_id":`...)
 	b = appendString(b, id)
-	b = append(b, enc...)
+	b = append(b, body...)
 	return append(b, '}')
 }
 
-// ContextIDOf returns the context id of an encoded resource and scope (the
-// first 16 hex digits of its SHA-256).
-func ContextIDOf(enc []byte) string {
-	sum := sha256.Sum256(enc)
+// ContextIDOf returns the context id of a context line's body (the first 16
+// hex digits of its SHA-256).
+func ContextIDOf(body []byte) string {
+	sum := sha256.Sum256(body)
 	return hex.EncodeToString(sum[:8])
 }
 
@@ -80,13 +111,19 @@ type wireContext struct {
 	EventType     *string         `json:"event_type"`
 	SchemaVersion json.RawMessage `json:"schema_version"`
 	ContextID     *string         `json:"context_id"`
+	SessionID     string          `json:"session_id"`
+	RunID         string          `json:"run_id"`
+	Source        string          `json:"source"`
+	ClockDomain   string          `json:"clock_domain"`
 	Resource      json.RawMessage `json:"resource"`
 	Scope         json.RawMessage `json:"scope"`
+	AttributeKeys []string        `json:"attribute_keys"`
 }
 
 // DecodeVLLMSpanContext decodes one infer.vllm_span_context v1 line. The
 // context_id must be a non-empty string of at most 128 bytes; resource and
-// scope are objects (or null) read with DecodeVLLMSpan's exact-number rules.
+// scope are objects (or null) read with DecodeVLLMSpan's exact-number rules;
+// attribute_keys an array of distinct strings (absent or null: none).
 // Unknown fields are ignored. Errors name the field.
 func DecodeVLLMSpanContext(line []byte) (*VLLMSpanContext, error) {
 	var w wireContext
@@ -99,7 +136,8 @@ func DecodeVLLMSpanContext(line []byte) (*VLLMSpanContext, error) {
 	if w.ContextID == nil || *w.ContextID == "" || len(*w.ContextID) > maxContextIDBytes {
 		return nil, fmt.Errorf("artifact: %s: context_id must be a non-empty string of at most %d bytes", EventVLLMSpanContext, maxContextIDBytes)
 	}
-	c := &VLLMSpanContext{ID: *w.ContextID}
+	c := &VLLMSpanContext{ID: *w.ContextID, SessionID: w.SessionID, RunID: w.RunID, Source: w.Source,
+		ClockDomain: w.ClockDomain, AttributeKeys: w.AttributeKeys}
 	var err error
 	if c.Resource, err = jsonObject(w.Resource); err != nil {
 		return nil, fmt.Errorf("artifact: %s %q: resource: %w", EventVLLMSpanContext, c.ID, err)
@@ -107,7 +145,13 @@ func DecodeVLLMSpanContext(line []byte) (*VLLMSpanContext, error) {
 	if c.Scope, err = jsonObject(w.Scope); err != nil {
 		return nil, fmt.Errorf("artifact: %s %q: scope: %w", EventVLLMSpanContext, c.ID, err)
 	}
-	c.shared = encodeShared(c.Resource, c.Scope)
+	seen := make(map[string]bool, len(c.AttributeKeys))
+	for _, k := range c.AttributeKeys {
+		if seen[k] {
+			return nil, fmt.Errorf("artifact: %s %q: attribute key %q twice", EventVLLMSpanContext, c.ID, truncateText(k, 40))
+		}
+		seen[k] = true
+	}
 	return c, nil
 }
 
@@ -120,11 +164,11 @@ type SpanContexts struct {
 }
 
 // Add registers c. A second context with c's id is accepted when its
-// resource and scope are equal to the first's (the first is kept) — an
-// appended or concatenated file repeats contexts — and is an error otherwise.
+// content equals the first's (the first is kept) — an appended or
+// concatenated file repeats contexts — and is an error otherwise.
 func (s *SpanContexts) Add(c *VLLMSpanContext) error {
 	if old, ok := s.byID[c.ID]; ok {
-		if !reflect.DeepEqual(old.Resource, c.Resource) || !reflect.DeepEqual(old.Scope, c.Scope) {
+		if !reflect.DeepEqual(old, c) {
 			return fmt.Errorf("%s %q is defined twice with different content", EventVLLMSpanContext, c.ID)
 		}
 		return nil
@@ -182,8 +226,9 @@ func spanContextID(line []byte) (string, error) {
 }
 
 // DecodeVLLMSpanRaw decodes an infer.vllm_span record kept as *Raw: a v1 line
-// as DecodeVLLMSpan does, a v2 line with the resource and scope of r.Context
-// (the same maps for every span of that context: read-only). A v2 record
+// as DecodeVLLMSpan does, a v2 line completed from r.Context (see
+// KindVLLMSpanV2; the Resource and Scope maps are the context's, shared by
+// its spans: read-only). A v2 record
 // without a resolved Context gives an error wrapping ErrUnknownSpanContext;
 // another kind one wrapping ErrNotVLLMSpan.
 func DecodeVLLMSpanRaw(r Raw) (VLLMSpan, error) {
@@ -211,29 +256,4 @@ func (s *SpanContexts) DecodeSpan(line []byte) (VLLMSpan, error) {
 		return decodeSpanV2(line, r.Context)
 	}
 	return DecodeVLLMSpan(line)
-}
-
-// decodeSpanV2 decodes an infer.vllm_span v2 line with DecodeVLLMSpan's
-// rules; its "context" must be c's id, and it must carry no resource or scope
-// of its own.
-func decodeSpanV2(line []byte, c *VLLMSpanContext) (VLLMSpan, error) {
-	var w wireSpan
-	if err := strictUnmarshal(line, &w); err != nil {
-		return VLLMSpan{}, fmt.Errorf("artifact: infer.vllm_span: %w", err)
-	}
-	if w.EventType == nil || *w.EventType != EventVLLMSpan || string(w.SchemaVersion) != "2" {
-		return VLLMSpan{}, fmt.Errorf("artifact: %w (want infer.vllm_span v2)", ErrNotVLLMSpan)
-	}
-	switch {
-	case w.Context == nil || *w.Context != c.ID:
-		return VLLMSpan{}, fmt.Errorf("artifact: infer.vllm_span v2: context does not match %q", c.ID)
-	case w.Resource != nil || w.Scope != nil:
-		return VLLMSpan{}, errors.New("artifact: infer.vllm_span v2: resource and scope belong in its context")
-	}
-	rec, err := w.record()
-	if err != nil {
-		return VLLMSpan{}, fmt.Errorf("artifact: infer.vllm_span: %w", err)
-	}
-	rec.Resource, rec.Scope = c.Resource, c.Scope
-	return rec, nil
 }

@@ -305,7 +305,7 @@ func TestSpanContextErrors(t *testing.T) {
 	if _, err := DecodeVLLMSpanRaw(Raw{Kind: KindVLLMSpanV2, JSON: []byte(spanLine), Context: &VLLMSpanContext{ID: "other"}}); err == nil {
 		t.Fatal("v2 with a context of another id decoded")
 	}
-	withResource := strings.Replace(strings.TrimSpace(spanLine), `"attributes":`, `"resource":{},"attributes":`, 1)
+	withResource := strings.Replace(strings.TrimSpace(spanLine), `"attribute_values":`, `"resource":{},"attribute_values":`, 1)
 	var s SpanContexts
 	c, _ := DecodeVLLMSpanContext([]byte(strings.TrimSpace(ctxLine)))
 	_ = s.Add(c)
@@ -396,8 +396,10 @@ func FuzzSpanContexts(f *testing.F) {
 			if err != nil {
 				continue // a value MarshalJSON refuses too
 			}
-			id := ContextIDOf(enc)
-			line, err := s.appendLine(append(contextLine(id, enc), '\n'), id)
+			keys := sortedKeys(nil, s.Attributes)
+			body := contextBody(nil, s.SessionID, s.RunID, s.Source, s.ClockDomain, enc, keys)
+			id := ContextIDOf(body)
+			line, err := s.appendV2(append(contextLine(id, body), '\n'), id, keys)
 			if err != nil {
 				continue
 			}
@@ -406,7 +408,9 @@ func FuzzSpanContexts(f *testing.F) {
 				t.Fatalf("re-encoded span unreadable: %v\n%s", err, line)
 			}
 			back, err := DecodeVLLMSpanRaw(b.Others[0])
-			if err != nil || back.ContentDigest() != s.ContentDigest() {
+			if err != nil || back.ContentDigest() != s.ContentDigest() || back.SessionID != s.SessionID || back.RunID != s.RunID ||
+				back.Source != s.Source || back.ClockDomain != s.ClockDomain || !reflect.DeepEqual(back.ReceivedAtNS, s.ReceivedAtNS) ||
+				!reflect.DeepEqual(back.TimestampNS, s.TimestampNS) || !reflect.DeepEqual(back.RequestID, s.RequestID) {
 				t.Fatalf("re-encoded span differs: %v\n%#v\n%#v", err, back, s)
 			}
 		}

@@ -15,28 +15,29 @@ var ErrNotVLLMSpan = errors.New("not an infer.vllm_span v1 record")
 
 // wireSpan is the JSON shape read by DecodeVLLMSpan and the file reader.
 type wireSpan struct {
-	EventType     *string         `json:"event_type"`
-	SchemaVersion json.RawMessage `json:"schema_version"`
-	SessionID     string          `json:"session_id"`
-	RunID         string          `json:"run_id"`
-	Source        string          `json:"source"`
-	Name          *string         `json:"name"`
-	ClockDomain   string          `json:"clock_domain"`
-	ReceivedAtNS  json.RawMessage `json:"received_at_ns"`
-	TimestampNS   json.RawMessage `json:"timestamp_ns"`
-	TraceID       *string         `json:"trace_id"`
-	SpanID        *string         `json:"span_id"`
-	ParentSpanID  *string         `json:"parent_span_id"`
-	Kind          *string         `json:"kind"`
-	StartUnixNS   json.RawMessage `json:"start_unix_ns"`
-	EndUnixNS     json.RawMessage `json:"end_unix_ns"`
-	Attributes    json.RawMessage `json:"attributes"`
-	Resource      json.RawMessage `json:"resource"`
-	Scope         json.RawMessage `json:"scope"`
-	Status        json.RawMessage `json:"status"`
-	Dropped       json.RawMessage `json:"dropped"`
-	RequestID     *string         `json:"request_id"`
-	Context       *string         `json:"context"` // v2 only
+	EventType       *string         `json:"event_type"`
+	SchemaVersion   json.RawMessage `json:"schema_version"`
+	SessionID       string          `json:"session_id"`
+	RunID           string          `json:"run_id"`
+	Source          string          `json:"source"`
+	Name            *string         `json:"name"`
+	ClockDomain     string          `json:"clock_domain"`
+	ReceivedAtNS    json.RawMessage `json:"received_at_ns"`
+	TimestampNS     json.RawMessage `json:"timestamp_ns"`
+	TraceID         *string         `json:"trace_id"`
+	SpanID          *string         `json:"span_id"`
+	ParentSpanID    *string         `json:"parent_span_id"`
+	Kind            *string         `json:"kind"`
+	StartUnixNS     json.RawMessage `json:"start_unix_ns"`
+	EndUnixNS       json.RawMessage `json:"end_unix_ns"`
+	Attributes      json.RawMessage `json:"attributes"`
+	Resource        json.RawMessage `json:"resource"`
+	Scope           json.RawMessage `json:"scope"`
+	Status          json.RawMessage `json:"status"`
+	Dropped         json.RawMessage `json:"dropped"`
+	RequestID       *string         `json:"request_id"`
+	Context         *string         `json:"context"`          // v2 only
+	AttributeValues json.RawMessage `json:"attribute_values"` // v2 only
 }
 
 // DecodeVLLMSpan decodes one infer.vllm_span v1 line (as MarshalJSON

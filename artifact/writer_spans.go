@@ -5,38 +5,43 @@ import (
 	"sync"
 )
 
-// MaxWriterSpanContexts bounds the distinct resource+scope pairs one Writer
-// gives a context line. A span of a further pair is written as a
+// MaxWriterSpanContexts bounds the distinct span contexts one Writer writes
+// (see VLLMSpanContext). A span needing a further one is written as a
 // self-contained infer.vllm_span v1 line, so an exporter that varies its
-// resource per span cannot grow the Writer's table without bound.
+// resource or attribute names per span cannot grow the Writer's table
+// without bound.
 const MaxWriterSpanContexts = 4096
 
 // spanContextTable is a Writer's record of the context lines it has queued:
-// the encoded resource and scope → context id.
+// the context body (contextBody) → context id.
 type spanContextTable struct {
 	mu  sync.Mutex
-	ids map[string]string // `,"resource":…,"scope":…` → id
-	enc map[string]bool   // the ids in use (collision check)
+	ids map[string]string
+	use map[string]bool // the ids in use (a hash collision check)
 }
 
-// spanLine encodes r as an infer.vllm_span v2 line naming the context of its
-// resource and scope, queueing that context's line first when this Writer
-// has not written it yet (past MaxWriterSpanContexts, r's v1 line instead).
-// The context line is queued while the table is locked, so every span line
-// naming it is queued after it, whichever goroutine writes first.
+// spanLine encodes r as an infer.vllm_span v2 line naming its context,
+// queueing that context's line first when this Writer has not written it
+// yet (past MaxWriterSpanContexts, r's v1 line instead). The context line is
+// queued while the table is locked, so every span line naming it is queued
+// after it, whichever goroutine writes first.
 func (w *Writer) spanLine(r *VLLMSpan) ([]byte, error) {
 	enc, err := r.resourceScopeEncoding()
 	if err != nil {
 		return nil, fmt.Errorf("artifact: encoding %T: %w", r, err)
 	}
-	id, err := w.contextID(enc)
+	var arr [32]string
+	keys := sortedKeys(arr[:0], r.Attributes)
+	var kb [1024]byte
+	body := contextBody(kb[:0], r.SessionID, r.RunID, r.Source, r.ClockDomain, enc, keys)
+	id, err := w.contextID(body)
 	if err != nil {
 		return nil, err
 	}
 	if id == "" {
 		return MarshalLine(r)
 	}
-	line, err := r.appendLine(make([]byte, 0, 1024), id)
+	line, err := r.appendV2(make([]byte, 0, 1024), id, keys)
 	if err != nil {
 		return nil, fmt.Errorf("artifact: encoding %T: %w", r, err)
 	}
@@ -46,23 +51,23 @@ func (w *Writer) spanLine(r *VLLMSpan) ([]byte, error) {
 	return line, nil
 }
 
-// contextID returns the id of the context encoded as enc, queueing its
-// line when it is new; "" when the table is full and enc is not in it.
-func (w *Writer) contextID(enc []byte) (string, error) {
+// contextID returns the id of the context with body, queueing its line when
+// it is new; "" when the table is full (or the id clashes) and body is not in it.
+func (w *Writer) contextID(body []byte) (string, error) {
 	t := &w.contexts
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if id, ok := t.ids[string(enc)]; ok {
+	if id, ok := t.ids[string(body)]; ok {
 		return id, nil
 	}
 	if len(t.ids) >= MaxWriterSpanContexts {
 		return "", nil
 	}
-	id := ContextIDOf(enc)
-	if _, clash := t.enc[id]; clash { // two encodings, one 64-bit hash prefix
+	id := ContextIDOf(body)
+	if t.use[id] { // two bodies, one 64-bit hash prefix
 		return "", nil
 	}
-	line := contextLine(id, enc)
+	line := contextLine(id, body)
 	if len(line) > MaxLineBytes {
 		return "", fmt.Errorf("artifact: %s encodes to %d bytes, over the %d-byte line limit", EventVLLMSpanContext, len(line), MaxLineBytes)
 	}
@@ -70,9 +75,9 @@ func (w *Writer) contextID(enc []byte) (string, error) {
 		return "", err
 	}
 	if t.ids == nil {
-		t.ids, t.enc = map[string]string{}, map[string]bool{}
+		t.ids, t.use = map[string]string{}, map[string]bool{}
 	}
-	t.ids[string(enc)] = id
-	t.enc[id] = true
+	t.ids[string(body)] = id
+	t.use[id] = true
 	return id, nil
 }
