@@ -360,6 +360,7 @@ func FuzzReadInput(f *testing.F) {
 	rich := richArtifact(f)
 	f.Add([]byte(rich), uint16(7))
 	f.Add([]byte(rich[:len(rich)/3]), uint16(1))
+	f.Add([]byte(rich+spanLines(f, false)), uint16(5))
 	f.Add([]byte("{\"event_type\":\"infer.session\",\"schema_version\":1}\n[1]\n"), uint16(3))
 	f.Fuzz(func(t *testing.T, data []byte, bs uint16) {
 		if len(data) > 1<<16 {
