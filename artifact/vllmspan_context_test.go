@@ -416,3 +416,43 @@ func FuzzSpanContexts(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDecodeSpanLine is the reader's cost of one span line: a v1 line (DecodeVLLMSpan)
+// against the v2 line the Writer writes (DecodeVLLMSpanRaw with its resolved context).
+func BenchmarkDecodeSpanLine(b *testing.B) {
+	rec := sampleRecord()
+	v1, err := MarshalLine(&rec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	enc, _ := rec.resourceScopeEncoding()
+	keys := sortedKeys(nil, rec.Attributes)
+	body := contextBody(nil, rec.SessionID, rec.RunID, rec.Source, rec.ClockDomain, enc, keys)
+	c, err := DecodeVLLMSpanContext(contextLine(ContextIDOf(body), body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	v2, err := rec.appendV2(nil, c.ID, keys)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("v1", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(v1)))
+		for range b.N {
+			if _, err := DecodeVLLMSpan(v1); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("v2", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(v2)))
+		raw := Raw{Kind: KindVLLMSpanV2, JSON: v2, Context: c}
+		for range b.N {
+			if _, err := DecodeVLLMSpanRaw(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
