@@ -456,3 +456,40 @@ func BenchmarkDecodeSpanLine(b *testing.B) {
 		}
 	})
 }
+
+// Replay hands a sink the spans of v1 and v2 lines alike, equal to what was written.
+func TestReplaySpanContexts(t *testing.T) {
+	in := spanSet(5)
+	path := filepath.Join(t.TempDir(), "a.jsonl")
+	w, err := NewWriter(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range in {
+		if err := w.Write(&in[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = w.Close()
+	old, _ := MarshalLine(&in[0]) // an old v1 line appended
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	_, _ = f.Write(append(old, '\n'))
+	_ = f.Close()
+	a, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := &Memory{}
+	if _, err := a.Replay(mem); err != nil {
+		t.Fatal(err)
+	}
+	got := mem.Records()
+	if len(got) != len(in)+1 {
+		t.Fatalf("%d records replayed", len(got))
+	}
+	for i, r := range got {
+		if want := unshared(in[i%len(in)]); !reflect.DeepEqual(*r.(*VLLMSpan), want) {
+			t.Fatalf("span %d differs:\n got %#v\nwant %#v", i, r, want)
+		}
+	}
+}
