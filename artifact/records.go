@@ -9,11 +9,14 @@ import (
 // infer.vllm_span v1 and v2, infer.system_sample,
 // infer.summary, unknown types and versions, and objects without an
 // event_type). Writing a Raw writes JSON as it is (compacted); it must be an
-// object carrying its own event_type and schema_version.
+// object carrying its own event_type and schema_version. The Writer makes two
+// exceptions: an infer.vllm_span v2 Raw is re-encoded against the writing
+// file's own contexts, and an infer.vllm_span_context Raw is skipped.
 type Raw struct {
 	Kind Kind
 	JSON json.RawMessage
-	// Context is the resource and scope of an infer.vllm_span v2 line
+	// Context is the span context (session, run, source, clock domain,
+	// resource, scope, attribute keys) of an infer.vllm_span v2 line
 	// (KindVLLMSpanV2), resolved by the reader from the file's earlier
 	// infer.vllm_span_context line (SpanContexts.Resolve); nil for every
 	// other kind and for a Raw built by hand.

@@ -155,9 +155,9 @@ func (w *Writer) Path() string { return w.path }
 // returns nil, also after Close.
 //
 // Spans (*VLLMSpan, and a *Raw infer.vllm_span v2 with its Context) are
-// written as infer.vllm_span v2 lines naming their resource and scope's
-// infer.vllm_span_context line, which Write queues before the first span
-// line that names it, once per Writer (see spanLine). Span context records
+// written as infer.vllm_span v2 lines naming their infer.vllm_span_context
+// line (what the spans of one export share), which Write queues before the
+// first span line that names it, once per Writer (see spanLine). Span context records
 // given to Write are skipped: the Writer writes its own.
 func (w *Writer) Write(rec Record) error {
 	if IsTransient(rec) {
