@@ -84,13 +84,16 @@ var (
 
 // The span kinds the Writer writes.
 var (
-	// KindVLLMSpanV2 is the infer.vllm_span line the Writer writes: v1's
-	// fields without resource and scope, and "context" (right after
-	// "schema_version") naming the KindVLLMSpanContext line that holds them.
+	// KindVLLMSpanV2 is the infer.vllm_span line the Writer writes: "context"
+	// (right after "schema_version") names the KindVLLMSpanContext line that
+	// holds what the spans of one export share, attribute_values lists the
+	// attribute values in that context's key order, and default timestamp,
+	// status and dropped counts are left out (the format: vllmspan_v2.go).
 	// The reader keeps it as *Raw with Raw.Context resolved (SpanContexts);
 	// DecodeVLLMSpanRaw decodes it.
 	KindVLLMSpanV2 = Kind{EventVLLMSpan, VLLMSpanV2SchemaVersion}
-	// KindVLLMSpanContext is the resource and scope shared by v2 span lines
+	// KindVLLMSpanContext is what the v2 span lines of one export share:
+	// session, run, source, clock domain, resource, scope, attribute keys
 	// (VLLMSpanContext).
 	KindVLLMSpanContext = Kind{EventVLLMSpanContext, VLLMSpanContextSchemaVersion}
 )
