@@ -201,10 +201,21 @@ func newMerger(path string) *merger {
 	}
 }
 
-// add files block b's result. Errors: the block's error, its line number made file-wide; a
-// read error of the file itself names the line after the last one read.
+// add files block b's result: its records in order (the lines before a bad one included, as
+// a sequential read files them), then its error. Errors: a record's (keep) or the block's,
+// the line number made file-wide; a read error of the file itself names the line after the
+// last one read.
 func (m *merger) add(b *block, res blockResult) error {
 	before := m.st.Lines
+	for i := range res.items {
+		if err := m.item(&res.items[i]); err != nil {
+			var le *artifact.LineError
+			if errors.As(err, &le) {
+				return &artifact.LineError{Line: le.Line + before, Field: le.Field, Err: le.Err}
+			}
+			return err
+		}
+	}
 	if res.err != nil {
 		var le *artifact.LineError
 		if errors.As(res.err, &le) {
@@ -214,9 +225,6 @@ func (m *merger) add(b *block, res blockResult) error {
 			return fmt.Errorf("%w: reading line %d: %w", artifact.ErrInvalidArtifact, before+1, res.err)
 		}
 		return res.err
-	}
-	for i := range res.items {
-		m.item(&res.items[i])
 	}
 	m.st.Lines += res.stats.Lines
 	m.st.Records += res.stats.Records
@@ -235,11 +243,10 @@ func (m *merger) add(b *block, res blockResult) error {
 
 // item files one record: a measured request into its case (the case's list reserved up
 // front for the workload's declared count, within the budget), a sent warmup request's join
-// keys, anything else as artifact.ReadFileContext keeps it.
-func (m *merger) item(it *blockItem) {
+// keys, anything else as artifact.ReadFileContext keeps it. The error is keep's.
+func (m *merger) item(it *blockItem) error {
 	if !it.request {
-		keep(m.a, it)
-		return
+		return keep(m.a, it)
 	}
 	m.in.RequestRecords++
 	m.sessions[it.session]++
@@ -248,7 +255,7 @@ func (m *merger) item(it *blockItem) {
 			m.in.Warmup = append(m.in.Warmup, it.warmup)
 			m.warmupSessions = append(m.warmupSessions, it.session)
 		}
-		return
+		return nil
 	}
 	id := it.req.CaseID
 	list, seen := m.in.Cases[id]
@@ -259,6 +266,7 @@ func (m *merger) item(it *blockItem) {
 		}
 	}
 	m.in.Cases[id] = append(list, it.req)
+	return nil
 }
 
 // input returns the merged Input with the read statistics.
@@ -269,8 +277,11 @@ func (m *merger) input() *Input {
 	return m.in
 }
 
-// keep files a record other than an infer.request v1 the way artifact.ReadFileContext does.
-func keep(a *artifact.Artifact, it *blockItem) {
+// keep files a record other than an infer.request v1 the way artifact.ReadFileContext does
+// (span contexts into a.SpanContexts, v2 spans resolved against them). The error is a
+// *artifact.LineError with the block's line number: a span naming an unknown context, or a
+// context redefined with other content.
+func keep(a *artifact.Artifact, it *blockItem) error {
 	switch v := it.value.(type) {
 	case *artifact.Session:
 		a.Sessions = append(a.Sessions, *v)
@@ -298,9 +309,12 @@ func keep(a *artifact.Artifact, it *blockItem) {
 		a.ClockAlignments = append(a.ClockAlignments, *v)
 	case *artifact.Iteration:
 		a.Iterations = append(a.Iterations, *v) // activity refs are not kept: the report reads steps only
+	case *artifact.VLLMSpanContext:
+		return a.KeepSpanContext(v, it.line)
 	case *artifact.Raw:
-		a.Others = append(a.Others, *v)
+		return a.KeepRaw(v, it.line)
 	}
+	return nil
 }
 
 // declaredCount is the measured request count the workload declares for caseID (0 when it

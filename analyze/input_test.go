@@ -25,8 +25,8 @@ func referenceInput(t testing.TB, r io.Reader, path string, maxLine int) (*Input
 		case *artifact.Request:
 			a.Requests = append(a.Requests, *v)
 		default:
-			it := blockItem{value: rec.Value, kind: rec.Kind, raw: bytes.Clone(rec.Raw)}
-			keep(a, &it)
+			it := blockItem{value: rec.Value, line: rec.Line, kind: rec.Kind, raw: bytes.Clone(rec.Raw)}
+			return keep(a, &it)
 		}
 		return nil
 	})
@@ -217,6 +217,10 @@ func TestReadInputMatchesSequentialRead(t *testing.T) {
 		"empty":               "",
 		"only blanks":         "\n\n  \n",
 		"first line bad":      "nope\n" + rich,
+		"span contexts":       rich + spanLines(t, false),
+		"unknown context":     rich + spanLines(t, true),
+		"context redefined": rich + spanLines(t, false) +
+			`{"event_type":"infer.vllm_span_context","schema_version":1,"context_id":"` + spanContextID(t) + `","resource":{},"scope":{}}` + "\n",
 	}
 	for name, data := range inputs {
 		for _, maxLine := range []int{0, 2048} {
@@ -356,6 +360,7 @@ func FuzzReadInput(f *testing.F) {
 	rich := richArtifact(f)
 	f.Add([]byte(rich), uint16(7))
 	f.Add([]byte(rich[:len(rich)/3]), uint16(1))
+	f.Add([]byte(rich+spanLines(f, false)), uint16(5))
 	f.Add([]byte("{\"event_type\":\"infer.session\",\"schema_version\":1}\n[1]\n"), uint16(3))
 	f.Fuzz(func(t *testing.T, data []byte, bs uint16) {
 		if len(data) > 1<<16 {

@@ -31,6 +31,7 @@ type blockResult struct {
 // raw for the kinds kept as JSON when repeated: infer.artifact and infer.workload).
 type blockItem struct {
 	value    artifact.Record
+	line     int // 1-based line within the block (records other than requests)
 	raw      []byte
 	kind     artifact.Kind
 	request  bool
@@ -90,9 +91,9 @@ func decodeBlock(rd artifact.Reader, p *packer, data []byte, items []blockItem) 
 			}
 			items = append(items, it)
 		case *artifact.ArtifactHeader, *artifact.Workload:
-			items = append(items, blockItem{value: rec.Value, kind: rec.Kind, raw: bytes.Clone(rec.Raw)})
+			items = append(items, blockItem{value: rec.Value, line: rec.Line, kind: rec.Kind, raw: bytes.Clone(rec.Raw)})
 		default:
-			items = append(items, blockItem{value: rec.Value, kind: rec.Kind})
+			items = append(items, blockItem{value: rec.Value, line: rec.Line, kind: rec.Kind})
 		}
 		return nil
 	})

@@ -68,7 +68,7 @@ func spanRecords(a *artifact.Artifact) ([]artifact.VLLMSpan, error) {
 		if a.Others[i].Kind.EventType != artifact.EventVLLMSpan {
 			continue
 		}
-		rec, err := artifact.DecodeVLLMSpan(a.Others[i].JSON)
+		rec, err := artifact.DecodeVLLMSpanRaw(a.Others[i])
 		if err != nil {
 			return nil, fmt.Errorf("%w: infer.vllm_span: %w", artifact.ErrInvalidArtifact, err)
 		}

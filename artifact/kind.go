@@ -41,6 +41,7 @@ const (
 	EventSystemSample            = "infer.system_sample"
 	EventSummary                 = "infer.summary"
 	EventTraceWindow             = "infer.trace_window"
+	EventVLLMSpanContext         = "infer.vllm_span_context"
 	SessionSchemaVersion         = 1
 	ArtifactSchemaVersion        = 2
 	WorkloadSchemaVersion        = 1
@@ -52,6 +53,8 @@ const (
 	ClockAlignmentSchemaVersion  = 2
 	VLLMScrapeSchemaVersion      = 1
 	VLLMSpanSchemaVersion        = 1
+	VLLMSpanV2SchemaVersion      = 2
+	VLLMSpanContextSchemaVersion = 1
 	TelemetrySampleSchemaVersion = 1
 	SystemSampleSchemaVersion    = 1
 )
@@ -77,6 +80,22 @@ var (
 	// start_ns, end_ns, …). The reader keeps it as *Raw; it is never decoded as
 	// a client Request.
 	KindRequestV2 = Kind{EventRequest, 2}
+)
+
+// The span kinds the Writer writes.
+var (
+	// KindVLLMSpanV2 is the infer.vllm_span line the Writer writes: "context"
+	// (right after "schema_version") names the KindVLLMSpanContext line that
+	// holds what the spans of one export share, attribute_values lists the
+	// attribute values in that context's key order, and default timestamp,
+	// status and dropped counts are left out (the format: vllmspan_v2.go).
+	// The reader keeps it as *Raw with Raw.Context resolved (SpanContexts);
+	// DecodeVLLMSpanRaw decodes it.
+	KindVLLMSpanV2 = Kind{EventVLLMSpan, VLLMSpanV2SchemaVersion}
+	// KindVLLMSpanContext is what the v2 span lines of one export share:
+	// session, run, source, clock domain, resource, scope, attribute keys
+	// (VLLMSpanContext).
+	KindVLLMSpanContext = Kind{EventVLLMSpanContext, VLLMSpanContextSchemaVersion}
 )
 
 // Header is the discriminator pair, for record types defined outside this

@@ -134,6 +134,8 @@ func eventTypeString(b []byte) string {
 		return EventVLLMScrape
 	case EventVLLMSpan:
 		return EventVLLMSpan
+	case EventVLLMSpanContext:
+		return EventVLLMSpanContext
 	case EventTelemetrySample:
 		return EventTelemetrySample
 	case EventActivityRef:

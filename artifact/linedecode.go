@@ -54,6 +54,8 @@ func decodeLine(text []byte) (Line, *LineError) {
 		rec.Value, err = decodeAs[Iteration](text)
 	case KindActivityRef:
 		rec.Value, err = decodeAs[ActivityRef](text)
+	case KindVLLMSpanContext:
+		rec.Value, err = DecodeVLLMSpanContext(text)
 	default:
 		if err := syntaxError(text); err != nil {
 			return Line{}, &LineError{Err: err}

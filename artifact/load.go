@@ -35,8 +35,11 @@ type Artifact struct {
 	Iterations []Iteration
 	// Others holds every record kept as *Raw (infer.request v2, vLLM scrapes
 	// and spans, unknown kinds) and any infer.artifact or
-	// infer.workload after the first.
+	// infer.workload after the first. An infer.vllm_span v2 record has its
+	// Raw.Context resolved (decode it with DecodeVLLMSpanRaw).
 	Others []Raw
+	// SpanContexts holds the file's infer.vllm_span_context records, by id.
+	SpanContexts SpanContexts
 	// Truncated is set when the last line was cut short and ignored.
 	Truncated *Truncation
 	// Stats is the read's summary.
@@ -100,8 +103,7 @@ func ReadFileContext(ctx context.Context, path string) (*Artifact, error) {
 				return err
 			}
 		}
-		a.add(rec, in)
-		return nil
+		return a.add(rec, in)
 	})
 	a.Stats = st
 	a.Truncated = st.Truncated
@@ -116,9 +118,12 @@ func ReadFileContext(ctx context.Context, path string) (*Artifact, error) {
 
 // add files one record by its type: the first infer.artifact and
 // infer.workload into Header and Workload (later ones into Others, as their
-// text), every other typed record into its list, and *Raw into Others. The
-// repeated strings of a request share in's copies.
-func (a *Artifact) add(rec Line, in interner) {
+// text), every other typed record into its list, span contexts into
+// SpanContexts, and *Raw into Others (a v2 span resolved against the contexts
+// read so far). The repeated strings of a request share in's copies. The
+// error, a *LineError, is a span naming an unknown context or a context
+// redefined with other content.
+func (a *Artifact) add(rec Line, in interner) error {
 	switch v := rec.Value.(type) {
 	case *Session:
 		a.Sessions = append(a.Sessions, *v)
@@ -156,9 +161,32 @@ func (a *Artifact) add(rec Line, in interner) {
 		a.Iterations = append(a.Iterations, *v)
 	case *ActivityRef:
 		// counted in Stats.Kinds only
+	case *VLLMSpanContext:
+		return a.KeepSpanContext(v, rec.Line)
 	case *Raw:
-		a.Others = append(a.Others, *v)
+		return a.KeepRaw(v, rec.Line)
 	}
+	return nil
+}
+
+// KeepSpanContext adds c, read at 1-based line, to a.SpanContexts; the error
+// is a *LineError (field context_id) for an id defined before with other content.
+func (a *Artifact) KeepSpanContext(c *VLLMSpanContext, line int) error {
+	if err := a.SpanContexts.Add(c); err != nil {
+		return &LineError{Line: line, Field: "context_id", Err: err}
+	}
+	return nil
+}
+
+// KeepRaw appends r, read at 1-based line, to a.Others, resolving an
+// infer.vllm_span v2 record against a.SpanContexts first; the error is a
+// *LineError (field context) for a context not defined earlier in the file.
+func (a *Artifact) KeepRaw(r *Raw, line int) error {
+	if err := a.SpanContexts.Resolve(r); err != nil {
+		return &LineError{Line: line, Field: "context", Err: err}
+	}
+	a.Others = append(a.Others, *r)
+	return nil
 }
 
 // interner keeps one copy of each low-cardinality string, up to 65,536

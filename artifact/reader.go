@@ -46,8 +46,10 @@ type Line struct {
 	Kind Kind
 	// Value is *Session, *ArtifactHeader, *Workload, *SLORecord,
 	// *CacheState, *PhaseWindow, *Request, *Capabilities, *ClockAlignment,
-	// *TelemetrySample, *Iteration or *ActivityRef for those kinds (the Kind* variables), and *Raw for every other kind,
-	// including infer.request v2 and lines without an event_type.
+	// *TelemetrySample, *Iteration, *ActivityRef or *VLLMSpanContext for those kinds (the Kind*
+	// variables), and *Raw for every other kind, including infer.request v2, infer.vllm_span
+	// (v2 with Raw.Context unresolved: Read decodes lines one by one; ReadFile resolves it) and
+	// lines without an event_type.
 	Value Record
 	// Raw is the line's text (surrounding whitespace removed). It is valid
 	// only during the callback; copy it to keep it.

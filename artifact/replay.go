@@ -33,7 +33,7 @@ func (a *Artifact) Replay(sink Sink) (skipped int, err error) {
 		if a.Others[i].Kind.EventType != EventVLLMSpan {
 			continue
 		}
-		s, err := DecodeVLLMSpan(a.Others[i].JSON)
+		s, err := DecodeVLLMSpanRaw(a.Others[i])
 		if err != nil {
 			return skipped, fmt.Errorf("%w: %s: infer.vllm_span: %w", ErrInvalidArtifact, a.Path, err)
 		}

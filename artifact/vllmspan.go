@@ -35,8 +35,10 @@ type SpanStatus struct {
 	Message string `json:"message"`
 }
 
-// VLLMSpan is one infer.vllm_span v1 line: one span as the server exported
-// it, with its attributes under their native names.
+// VLLMSpan is one span as the server exported it, with its attributes under
+// their native names: an infer.vllm_span v1 line (MarshalJSON), or, as the
+// Writer stores it, a v2 line naming the infer.vllm_span_context that holds
+// what the spans of one export share (see KindVLLMSpanV2).
 //
 // Times are integer nanoseconds. StartUnixNS, EndUnixNS and TimestampNS
 // (= StartUnixNS) are on the exporter's wall clock, named by ClockDomain;
@@ -103,8 +105,9 @@ type VLLMSpan struct {
 	shared *sharedMaps
 }
 
-// RecordKind returns KindVLLMSpan, so Writer.Write writes a
-// VLLMSpan as an infer.vllm_span v1 line.
+// RecordKind returns KindVLLMSpan: MarshalLine writes a VLLMSpan as a
+// self-contained infer.vllm_span v1 line (Writer.Write writes v2 lines and
+// their contexts instead).
 func (VLLMSpan) RecordKind() Kind { return KindVLLMSpan }
 
 // MarshalJSON's output is one compact, valid line already (MarshalLine
@@ -222,34 +225,44 @@ func (r *VLLMSpan) appendContent(b []byte) ([]byte, error) {
 		return nil, err
 	}
 	b = append(b, `,"status":`...)
-	if r.Status == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, `{"code":`...)
-		b = appendString(b, r.Status.Code)
-		b = append(b, `,"message":`...)
-		b = appendString(b, r.Status.Message)
-		b = append(b, '}')
+	b = appendStatus(b, r.Status)
+	b = append(b, `,"dropped":`...)
+	return appendDropped(b, r.Dropped), nil
+}
+
+// appendStatus writes a status object, or null for nil.
+func appendStatus(b []byte, st *SpanStatus) []byte {
+	if st == nil {
+		return append(b, "null"...)
 	}
-	b = append(b, `,"dropped":{`...)
-	if a, e, l, ok := otlpDropped(r.Dropped); ok { // the usual three keys, already in order
+	b = append(b, `{"code":`...)
+	b = appendString(b, st.Code)
+	b = append(b, `,"message":`...)
+	b = appendString(b, st.Message)
+	return append(b, '}')
+}
+
+// appendDropped writes the dropped counts as an object with sorted keys ({} for nil).
+func appendDropped(b []byte, m map[string]int64) []byte {
+	b = append(b, '{')
+	if a, e, l, ok := otlpDropped(m); ok { // the usual three keys, already in order
 		b = append(b, `"attributes":`...)
 		b = strconv.AppendInt(b, a, 10)
 		b = append(b, `,"events":`...)
 		b = strconv.AppendInt(b, e, 10)
 		b = append(b, `,"links":`...)
 		b = strconv.AppendInt(b, l, 10)
-		return append(b, '}'), nil
+		return append(b, '}')
 	}
-	for i, k := range sortedKeys(make([]string, 0, len(r.Dropped)), r.Dropped) {
+	for i, k := range sortedKeys(make([]string, 0, len(m)), m) {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = appendString(b, k)
 		b = append(b, ':')
-		b = strconv.AppendInt(b, r.Dropped[k], 10)
+		b = strconv.AppendInt(b, m[k], 10)
 	}
-	return append(b, '}'), nil
+	return append(b, '}')
 }
 
 // otlpDropped returns the three OTLP dropped counts when m holds exactly

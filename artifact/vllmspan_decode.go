@@ -15,27 +15,29 @@ var ErrNotVLLMSpan = errors.New("not an infer.vllm_span v1 record")
 
 // wireSpan is the JSON shape read by DecodeVLLMSpan and the file reader.
 type wireSpan struct {
-	EventType     *string         `json:"event_type"`
-	SchemaVersion json.RawMessage `json:"schema_version"`
-	SessionID     string          `json:"session_id"`
-	RunID         string          `json:"run_id"`
-	Source        string          `json:"source"`
-	Name          *string         `json:"name"`
-	ClockDomain   string          `json:"clock_domain"`
-	ReceivedAtNS  json.RawMessage `json:"received_at_ns"`
-	TimestampNS   json.RawMessage `json:"timestamp_ns"`
-	TraceID       *string         `json:"trace_id"`
-	SpanID        *string         `json:"span_id"`
-	ParentSpanID  *string         `json:"parent_span_id"`
-	Kind          *string         `json:"kind"`
-	StartUnixNS   json.RawMessage `json:"start_unix_ns"`
-	EndUnixNS     json.RawMessage `json:"end_unix_ns"`
-	Attributes    json.RawMessage `json:"attributes"`
-	Resource      json.RawMessage `json:"resource"`
-	Scope         json.RawMessage `json:"scope"`
-	Status        json.RawMessage `json:"status"`
-	Dropped       json.RawMessage `json:"dropped"`
-	RequestID     *string         `json:"request_id"`
+	EventType       *string         `json:"event_type"`
+	SchemaVersion   json.RawMessage `json:"schema_version"`
+	SessionID       string          `json:"session_id"`
+	RunID           string          `json:"run_id"`
+	Source          string          `json:"source"`
+	Name            *string         `json:"name"`
+	ClockDomain     string          `json:"clock_domain"`
+	ReceivedAtNS    json.RawMessage `json:"received_at_ns"`
+	TimestampNS     json.RawMessage `json:"timestamp_ns"`
+	TraceID         *string         `json:"trace_id"`
+	SpanID          *string         `json:"span_id"`
+	ParentSpanID    *string         `json:"parent_span_id"`
+	Kind            *string         `json:"kind"`
+	StartUnixNS     json.RawMessage `json:"start_unix_ns"`
+	EndUnixNS       json.RawMessage `json:"end_unix_ns"`
+	Attributes      json.RawMessage `json:"attributes"`
+	Resource        json.RawMessage `json:"resource"`
+	Scope           json.RawMessage `json:"scope"`
+	Status          json.RawMessage `json:"status"`
+	Dropped         json.RawMessage `json:"dropped"`
+	RequestID       *string         `json:"request_id"`
+	Context         *string         `json:"context"`          // v2 only
+	AttributeValues json.RawMessage `json:"attribute_values"` // v2 only
 }
 
 // DecodeVLLMSpan decodes one infer.vllm_span v1 line (as MarshalJSON
@@ -46,8 +48,9 @@ type wireSpan struct {
 // numbers with a fraction or exponent float64. The ids must be hex of the
 // OTLP lengths (normalised to lowercase); end_unix_ns must not precede
 // start_unix_ns; name must be non-empty. A line of another event_type or
-// version gives an error wrapping ErrNotVLLMSpan. Unknown fields are
-// ignored.
+// version gives an error wrapping ErrNotVLLMSpan; a v2 line, which needs its
+// file's contexts, is read with DecodeVLLMSpanRaw or SpanContexts.DecodeSpan.
+// Unknown fields are ignored.
 func DecodeVLLMSpan(line []byte) (VLLMSpan, error) {
 	var w wireSpan
 	if err := strictUnmarshal(line, &w); err != nil {

@@ -72,3 +72,13 @@ func (r *VLLMSpan) appendResourceScope(b []byte) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// resourceScopeEncoding returns `,"resource":…,"scope":…` for r: the shared
+// encoding when r still holds the maps it was made from (not to be
+// modified), else a fresh one.
+func (r *VLLMSpan) resourceScopeEncoding() ([]byte, error) {
+	if s := r.shared; s != nil && sameMap(s.resource, r.Resource) && sameMap(s.scope, r.Scope) {
+		return s.enc, nil
+	}
+	return r.appendResourceScope(make([]byte, 0, 512))
+}

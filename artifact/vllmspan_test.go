@@ -113,10 +113,10 @@ func TestSpanRecordThroughArtifactWriterAndReader(t *testing.T) {
 	}
 	var got []VLLMSpan
 	for _, o := range a.Others {
-		if o.Kind != KindVLLMSpan {
-			t.Fatalf("kind %v", o.Kind)
+		if o.Kind != KindVLLMSpanV2 || o.Context == nil {
+			t.Fatalf("kind %v, context %v", o.Kind, o.Context)
 		}
-		r, err := DecodeVLLMSpan(o.JSON)
+		r, err := DecodeVLLMSpanRaw(o)
 		if err != nil {
 			t.Fatal(err)
 		}

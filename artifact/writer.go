@@ -53,6 +53,8 @@ type Writer struct {
 	errMu    sync.Mutex
 	err      error // first write error; sticky
 	closeErr error
+
+	contexts spanContextTable // the infer.vllm_span_context lines written so far
 }
 
 type writeReq struct {
@@ -151,15 +153,57 @@ func (w *Writer) Path() string { return w.path }
 // call Flush or Close for that. Write blocks while the queue is full.
 // Transient records are not part of the artifact: Write skips them and
 // returns nil, also after Close.
+//
+// Spans (*VLLMSpan, and a *Raw infer.vllm_span v2 with its Context) are
+// written as infer.vllm_span v2 lines naming their infer.vllm_span_context
+// line (what the spans of one export share), which Write queues before the
+// first span line that names it, once per Writer (see spanLine). Span context records
+// given to Write are skipped: the Writer writes its own.
 func (w *Writer) Write(rec Record) error {
 	if IsTransient(rec) {
 		return nil
 	}
-	line, err := MarshalLine(rec)
-	if err != nil {
+	var line []byte
+	var err error
+	switch r := rec.(type) {
+	case *VLLMSpan:
+		line, err = w.spanLine(r)
+	case VLLMSpan:
+		line, err = w.spanLine(&r)
+	case *VLLMSpanContext, VLLMSpanContext:
+		return nil
+	case *Raw:
+		line, err = w.rawLine(r)
+	default:
+		line, err = MarshalLine(rec)
+	}
+	if err != nil || line == nil {
 		return err
 	}
-	line = append(line, '\n')
+	return w.enqueue(append(line, '\n'))
+}
+
+// rawLine is MarshalLine of r, except that a v2 span is decoded against its
+// Context and written as a span of this file (spanLine), and a span context
+// is skipped (nil line).
+func (w *Writer) rawLine(r *Raw) ([]byte, error) {
+	switch r.Kind.EventType {
+	case EventVLLMSpanContext:
+		return nil, nil
+	case EventVLLMSpan:
+		if r.Kind == KindVLLMSpanV2 {
+			s, err := DecodeVLLMSpanRaw(*r)
+			if err != nil {
+				return nil, err
+			}
+			return w.spanLine(&s)
+		}
+	}
+	return MarshalLine(r)
+}
+
+// enqueue queues one line (newline included).
+func (w *Writer) enqueue(line []byte) error {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	if w.closed {

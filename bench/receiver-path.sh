@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BASE="${BASE:-40e53a8}"
 COUNT="${COUNT:-7}"
-BENCH="${BENCH:-IngestHTTPProtobuf512File|IngestGRPC512File|MarshalSpanRecord}"
+BENCH="${BENCH:-IngestHTTPProtobuf512File|IngestGRPC512File|MarshalSpanRecord|WriteSpanRecord}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/base"

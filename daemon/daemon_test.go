@@ -33,10 +33,10 @@ func readArtifact(t *testing.T, path string) (*artifact.Artifact, []artifact.VLL
 	}
 	var spans []artifact.VLLMSpan
 	for _, r := range a.Others {
-		if r.Kind != artifact.KindVLLMSpan {
+		if r.Kind.EventType != artifact.EventVLLMSpan {
 			continue
 		}
-		s, err := artifact.DecodeVLLMSpan(r.JSON)
+		s, err := artifact.DecodeVLLMSpanRaw(r)
 		if err != nil {
 			t.Fatal(err)
 		}

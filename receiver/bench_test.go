@@ -214,3 +214,32 @@ func BenchmarkIngestGRPC512File(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkWriteSpanRecord is the artifact writer's cost of one received span: Writer.Write
+// of a converted vLLM span (its line encoded, queued and buffered into a file). Reports the
+// artifact bytes per span too.
+func BenchmarkWriteSpanRecord(b *testing.B) {
+	req := newExportRequest()
+	if err := req.UnmarshalProto(protoBody(b, vllmTraces(0, 1))); err != nil {
+		b.Fatal(err)
+	}
+	rec := convertTraces(req.Traces(), convertOptions{source: artifact.SpanSourceHTTP, strict: true}).records[0]
+	path := b.TempDir() + "/spans.jsonl"
+	w, err := artifact.NewWriter(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if err := w.Write(&rec); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	if st, err := os.Stat(path); err == nil {
+		b.ReportMetric(float64(st.Size())/float64(b.N), "artifact-B/span")
+	}
+}

@@ -40,9 +40,11 @@ var ErrInvalidSpanFile = errors.New("invalid spans file")
 //     what a collector's file exporter writes) → Source "otlp_json_file";
 //     ids must be hex (base64 ids are refused), 64-bit integers may be
 //     numbers or strings and are read exactly;
-//   - infer.vllm_span v1 records (DecodeVLLMSpan; lines of other
-//     event_types, e.g. the rest of an artifact, are skipped) → Source
-//     "jsonl_file";
+//   - infer.vllm_span v1 records (DecodeVLLMSpan) and v2 records, resolved
+//     against the infer.vllm_span_context lines before them (an artifact
+//     file as the Writer writes it; an unknown context is an error); lines
+//     of other event_types, e.g. the rest of an artifact, are skipped →
+//     Source "jsonl_file";
 //   - span objects in the infer.vllm_span shape without the header — at
 //     least "name", with start_unix_ns, end_unix_ns, attributes, ... as
 //     available (the stormlog sink format) → Source "jsonl_file".
@@ -123,6 +125,7 @@ type spanReader struct {
 	bearing  int // lines that were OTLP exports or spans
 	skipped  int // artifact records of other event types
 	nonEmpty bool
+	contexts artifact.SpanContexts // the infer.vllm_span_context lines read so far
 }
 
 func (rd *spanReader) lineErr(line int, err error) error {
@@ -190,12 +193,22 @@ func (rd *spanReader) value(text []byte) error {
 	}
 	var recs []artifact.VLLMSpan
 	switch {
+	case p.EventType != nil && *p.EventType == artifact.EventVLLMSpanContext:
+		c, err := artifact.DecodeVLLMSpanContext(text)
+		if err == nil {
+			err = rd.contexts.Add(c)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalidSpanFile, err)
+		}
+		rd.skipped++
+		return nil
 	case p.EventType != nil:
 		if *p.EventType != artifact.EventVLLMSpan {
 			rd.skipped++
 			return nil
 		}
-		rec, err := artifact.DecodeVLLMSpan(text)
+		rec, err := rd.contexts.DecodeSpan(text)
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrInvalidSpanFile, err)
 		}

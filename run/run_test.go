@@ -253,10 +253,10 @@ func TestLiveSeriesAgreeWithReport(t *testing.T) {
 	}
 	nspans := 0
 	for _, raw := range a.Others {
-		if raw.Kind != artifact.KindVLLMSpan {
+		if raw.Kind.EventType != artifact.EventVLLMSpan {
 			continue
 		}
-		s, err := artifact.DecodeVLLMSpan(raw.JSON)
+		s, err := artifact.DecodeVLLMSpanRaw(raw)
 		if err != nil || s.RunID != "run-test-1" || s.SessionID != res.SessionID {
 			t.Fatalf("span %+v: %v", s, err)
 		}

@@ -68,7 +68,7 @@ func (s *Sink) WriteInput(in *analyze.Input) error {
 		if a.Others[i].Kind.EventType != artifact.EventVLLMSpan {
 			continue
 		}
-		sp, err := artifact.DecodeVLLMSpan(a.Others[i].JSON)
+		sp, err := artifact.DecodeVLLMSpanRaw(a.Others[i])
 		if err != nil {
 			return fmt.Errorf("%w: %s: infer.vllm_span: %w", artifact.ErrInvalidArtifact, a.Path, err)
 		}

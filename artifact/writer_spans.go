@@ -1,0 +1,83 @@
+package artifact
+
+import (
+	"fmt"
+	"sync"
+)
+
+// MaxWriterSpanContexts bounds the distinct span contexts one Writer writes
+// (see VLLMSpanContext). A span needing a further one is written as a
+// self-contained infer.vllm_span v1 line, so an exporter that varies its
+// resource or attribute names per span cannot grow the Writer's table
+// without bound.
+const MaxWriterSpanContexts = 4096
+
+// spanContextTable is a Writer's record of the context lines it has queued:
+// the context body (contextBody) → context id.
+type spanContextTable struct {
+	mu  sync.Mutex
+	ids map[string]string
+	use map[string]bool // the ids in use (a hash collision check)
+}
+
+// spanLine encodes r as an infer.vllm_span v2 line naming its context,
+// queueing that context's line first when this Writer has not written it
+// yet (past MaxWriterSpanContexts, r's v1 line instead). The context line is
+// queued while the table is locked, so every span line naming it is queued
+// after it, whichever goroutine writes first.
+func (w *Writer) spanLine(r *VLLMSpan) ([]byte, error) {
+	enc, err := r.resourceScopeEncoding()
+	if err != nil {
+		return nil, fmt.Errorf("artifact: encoding %T: %w", r, err)
+	}
+	var arr [32]string
+	keys := sortedKeys(arr[:0], r.Attributes)
+	var kb [1024]byte
+	body := contextBody(kb[:0], r.SessionID, r.RunID, r.Source, r.ClockDomain, enc, keys)
+	id, err := w.contextID(body)
+	if err != nil {
+		return nil, err
+	}
+	if id == "" {
+		return MarshalLine(r)
+	}
+	line, err := r.appendV2(make([]byte, 0, 1024), id, keys)
+	if err != nil {
+		return nil, fmt.Errorf("artifact: encoding %T: %w", r, err)
+	}
+	if len(line) > MaxLineBytes {
+		return nil, fmt.Errorf("artifact: %T encodes to %d bytes, over the %d-byte line limit", r, len(line), MaxLineBytes)
+	}
+	return line, nil
+}
+
+// contextID returns the id of the context with body, queueing its line when
+// it is new; "" when the table is full (or the id clashes) and body is not in it.
+func (w *Writer) contextID(body []byte) (string, error) {
+	t := &w.contexts
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if id, ok := t.ids[string(body)]; ok {
+		return id, nil
+	}
+	if len(t.ids) >= MaxWriterSpanContexts {
+		return "", nil
+	}
+	id := ContextIDOf(body)
+	if t.use[id] { // two bodies, one 64-bit hash prefix
+		return "", nil
+	}
+	line := contextLine(id, body)
+	if len(line) > MaxLineBytes {
+		return "", fmt.Errorf("artifact: %s encodes to %d bytes, over the %d-byte line limit", EventVLLMSpanContext, len(line), MaxLineBytes)
+	}
+	if err := w.enqueue(append(line, '\n')); err != nil {
+		return "", err
+	}
+	if t.ids == nil {
+		t.ids, t.use = map[string]string{}, map[string]bool{}
+	}
+	t.ids[string(body)] = id
+	t.use[id] = true
+	return id, nil
+}
