@@ -201,10 +201,9 @@ func (r VLLMSpan) MarshalJSON() ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// appendContent writes the span's own fields (what the exporter sent), from
-// ",\"trace_id\"" to the dropped counts: the part that ContentDigest hashes.
-func (r *VLLMSpan) appendContent(b []byte) ([]byte, error) {
-	var err error
+// appendIDsAndTimes writes ",\"trace_id\"" … "end_unix_ns": the span's ids, kind and
+// times, as the v1 and v2 lines both carry them.
+func (r *VLLMSpan) appendIDsAndTimes(b []byte) []byte {
 	b = append(b, `,"trace_id":`...)
 	b = appendStringPtr(b, r.TraceID)
 	b = append(b, `,"span_id":`...)
@@ -217,6 +216,14 @@ func (r *VLLMSpan) appendContent(b []byte) ([]byte, error) {
 	b = appendIntPtr(b, r.StartUnixNS)
 	b = append(b, `,"end_unix_ns":`...)
 	b = appendIntPtr(b, r.EndUnixNS)
+	return b
+}
+
+// appendContent writes the span's own fields (what the exporter sent), from
+// ",\"trace_id\"" to the dropped counts: the part that ContentDigest hashes.
+func (r *VLLMSpan) appendContent(b []byte) ([]byte, error) {
+	var err error
+	b = r.appendIDsAndTimes(b)
 	b = append(b, `,"attributes":`...)
 	if b, err = appendMap(b, r.Attributes, 0); err != nil {
 		return nil, fmt.Errorf("artifact: span %q attributes: %w", r.Name, err)
