@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/internal/testkit"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -425,5 +426,26 @@ func TestGRPCRefusedBeforeRead(t *testing.T) {
 	}
 	if err := rawExportCall(t, r, protoBody(t, vllmTraces(0, 3)), false); err != nil {
 		t.Fatalf("after the slots are free: %v", err)
+	}
+}
+
+// A gRPC export whose message could not fit the queue (3 bytes per wire
+// byte, as for an HTTP body of known length) is refused before it is
+// decoded: an undecodable message gets the retryable Unavailable, not
+// InvalidArgument.
+func TestGRPCQueueFullRefusesBeforeDecoding(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	r := startReceiver(t, Options{QueueBytes: 1 << 20, Sink: artifact.SinkFunc(func(artifact.Record) error { <-release; return nil })})
+	if resp, _ := post(t, tracesURL(r), protoBody(t, vllmTraces(0, 10)), protoHdr); resp.StatusCode != 200 {
+		t.Fatal(resp.StatusCode)
+	}
+	garbage := bytes.Repeat([]byte{0xff}, 400<<10) // 3 × 400 KiB is over the 1 MiB queue
+	err := rawExportCall(t, r, garbage, false)
+	if st := status.Convert(err); st.Code() != codes.Unavailable || !strings.Contains(st.Message(), "span queue full") {
+		t.Fatalf("got %v, want Unavailable: span queue full", err)
+	}
+	if s := r.Stats(); s.QueueFull != 1 || s.BadRequests != 0 {
+		t.Fatalf("stats: queue_full %d bad_requests %d, want 1 and 0", s.QueueFull, s.BadRequests)
 	}
 }

@@ -162,18 +162,22 @@ func (s *tapSlot) release() {
 // tapSlotKey is the context key of a stream's *tapSlot.
 type tapSlotKey struct{}
 
-// enterGRPC admits one gRPC export to be decoded: with the slot the tap
-// took for its stream (then only the queue is checked again), or as enter
-// decides. release frees the slot.
-func (r *Receiver) enterGRPC(ctx context.Context) (release func(), ref *refusal) {
+// enterGRPC admits one gRPC export of wire bytes to be decoded: with the
+// slot the tap took for its stream (then only the queue is checked again),
+// or as enter decides; either way the queue is asked for the charge the
+// message implies (3 bytes per byte, as for an HTTP body of known length),
+// so that an export that cannot fit is refused before it is decoded.
+// release frees the slot.
+func (r *Receiver) enterGRPC(ctx context.Context, wire int) (release func(), ref *refusal) {
+	expect := 3 * int64(wire)
 	if slot, ok := ctx.Value(tapSlotKey{}).(*tapSlot); ok {
-		if err := r.q.admit(0); err != nil {
+		if err := r.q.admit(expect); err != nil {
 			slot.release()
 			return nil, r.refuse(outcomeQueueFull, err.Error())
 		}
 		return slot.release, nil
 	}
-	if ref := r.enter(0); ref != nil {
+	if ref := r.enter(expect); ref != nil {
 		return nil, ref
 	}
 	return r.leave, nil
@@ -196,7 +200,7 @@ func (g *grpcService) export(ctx context.Context, body []byte) (any, error) {
 	if ref := r.checkStopping(); ref != nil {
 		return nil, r.grpcError(ref)
 	}
-	release, ref := r.enterGRPC(ctx)
+	release, ref := r.enterGRPC(ctx, len(body))
 	if ref != nil {
 		return nil, r.grpcError(ref)
 	}

@@ -21,6 +21,11 @@
 // one shape), printing each answer and the child's peak RSS; it exits 1 when a bomb is accepted,
 // a real export afterwards is not, or the RSS reaches -max-rss-mib (256 by default there).
 //
+// With -refusals it measures what one refused export costs the receiver (refusals.go): a
+// consumer that never returns, so that the queue fills, then -clients back-to-back senders
+// whose every export is refused before it is read; it prints the refusals per second and the
+// receiver's CPU microseconds per refusal.
+//
 // With -compare it measures capacities side by side (compare.go): an OpenTelemetry Collector
 // (-collector BINARY: otlp receiver → nop exporter) against this receiver's real path (file)
 // and its no-op path (noop), HTTP and gRPC, -runs times alternating.
@@ -71,6 +76,7 @@ func main() {
 	maxRSS := flag.Int("max-rss-mib", 1024, "fail when the receiver's peak RSS reaches this many MiB")
 	cpuProfile := flag.String("cpuprofile", "", "write the receiver's CPU profile over the flood to this file")
 	jsonOut := flag.Bool("json", false, "print one RESULT line of JSON with the figures")
+	refusals := flag.Bool("refusals", false, "measure the receiver's CPU per refused export (see refusals.go) instead of a flood")
 	flag.Parse()
 	if *serve {
 		runServer(*procs, *consumer)
@@ -87,6 +93,8 @@ func main() {
 	switch {
 	case *compareMode:
 		err = runCompare(cfg, *collector, *runs)
+	case *refusals:
+		err = runRefusals(cfg)
 	case *bombMode:
 		if !flagSet("max-rss-mib") {
 			cfg.maxRSSMiB = 256
@@ -107,6 +115,9 @@ func flagSet(name string) bool {
 	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
 }
+
+// unstall is closed at SIGTERM: the "stall" consumer's Write returns then.
+var unstall = make(chan struct{})
 
 // runServer is the child: a receiver listening for OTLP/HTTP and OTLP/gRPC on 127.0.0.1 (its
 // own servers, as `profile` runs it) and a second listener serving /stats and /debug/pprof/.
@@ -129,6 +140,8 @@ func runServer(procs int, consumer string) {
 			return err
 		})
 	case "noop":
+	case "stall": // returns only at SIGTERM: the queue fills and every later export is refused before it is read
+		sink = artifact.SinkFunc(func(artifact.Record) error { <-unstall; return nil })
 	default:
 		fmt.Fprintf(os.Stderr, "-consumer %q: want file, marshal or noop\n", consumer)
 		os.Exit(2)
@@ -156,6 +169,7 @@ func runServer(procs int, consumer string) {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
 	<-sig
+	close(unstall)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(ctx)
