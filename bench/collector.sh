@@ -15,7 +15,7 @@
 #    prints spans/s per core and the ratios, RUNS times alternating.
 # 3. the interop test (receiver.TestCollectorInterop) when INTEROP=1.
 #
-#   RUNS=3 CPU=1 DURATION=5s bash bench/collector.sh
+#   RUNS=3 CPU=1 DURATION=3s bash bench/collector.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=bench/results/otelcol
@@ -43,10 +43,11 @@ YAML
   nice -n 10 go run go.opentelemetry.io/collector/cmd/builder@v0.165.0 --config "$OUT/builder.yaml"
   cp "$OUT/build/otelcol" "$BIN"
 fi
-"$BIN" components | head -4
+"$BIN" components >"$OUT/components.txt"
+grep -E "^(receivers|processors|exporters):|- name:" "$OUT/components.txt" | tr -s " " | paste -sd " " -
 [[ "${BUILD_ONLY:-0}" == 1 ]] && exit 0
 go build -o "$OUT/receiverflood" ./bench/receiverflood
-"$OUT/receiverflood" -compare -collector "$BIN" -runs "${RUNS:-3}" -cpu "${CPU:-1}" -duration "${DURATION:-5s}"
+"$OUT/receiverflood" -compare -collector "$BIN" -runs "${RUNS:-3}" -taskset "${CPU-1}" -procs 1 -calibrate "${DURATION:-3s}"
 if [[ "${INTEROP:-0}" == 1 ]]; then
   INFERPROBE_COLLECTOR="$(pwd)/$BIN" go test -count=1 -run TestCollectorInterop -v ./receiver/
 fi

@@ -15,6 +15,10 @@
 # useful work: the steadier figure on a shared host, where the CPU the receiver gets moves with
 # the load of others) and the peak RSS. The load average is printed before and after.
 #
+# Then (unless REFUSALS=0) the CPU one refused export costs: bench/receiverflood -refusals, the
+# consumer never returning so the queue fills, 16 back-to-back senders whose every export is
+# refused before it is read, 3 s, RUNS times per version and transport in turns.
+#
 #   BASE=dfbae6c RUNS=3 FACTOR=10 FLOOD=8s CALIBRATE=3s RECV_CPU=1 SEND_CPU=0 bash bench/receiver-flood.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -63,3 +67,14 @@ for t in ("http", "grpc"):
         g = lambda k: vals.get((t, v, k), [])
         print(f"{t:9} {v:7} {f(g('capacity_spans_s')):26} {f(g('flood_accepted_spans_s')):26} {f(g('ratio'), True):16} {f(g('ratio_per_cpu_s'), True):16} {f(g('peak_rss_mib')):16}")
 PY
+[[ "${REFUSALS:-1}" == 0 ]] && exit 0
+echo
+echo "receiver CPU per refused export (16 senders, queue full), $RUNS runs each:"
+for i in $(seq "$RUNS"); do
+  for transport in http grpc; do
+    for v in base head; do
+      echo "$v run $i $("$tmp/$v.rf" -refusals -procs 1 -clients 16 -duration 3s -transport "$transport" 2>&1 | tail -1)"
+    done
+  done
+done
+echo "load after the refusals: $(uptime)"
