@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/internal/testkit"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -324,21 +327,24 @@ func TestMemoryLimiterBusy(t *testing.T) {
 }
 
 // An export refused retryably before its body is read (here: every export
-// slot busy) has its body drained, so the exporter's retry reuses the
-// connection instead of opening a new one (net/http alone would close a
-// connection with more than 256 KiB unread).
-func TestRetryableRefusalKeepsConnection(t *testing.T) {
+// slot busy) keeps its connection when the body is small (at most
+// maxDrainBytes: drained, the retry reuses the connection); a larger one is
+// answered 429 with Retry-After and Connection: close without being read,
+// and the next export opens a new connection.
+func TestRetryableRefusalLeavesLargeBodiesUnread(t *testing.T) {
 	r := startReceiver(t, Options{})
 	for i := 0; i < cap(r.slots); i++ {
 		r.slots <- struct{}{}
 	}
-	body := protoBody(t, vllmTraces(0, 600)) // about 360 kB
-	if len(body) <= 256<<10 {
-		t.Fatalf("body of %d bytes is too small for the test", len(body))
+	small := protoBody(t, vllmTraces(0, 40))  // about 24 kB
+	large := protoBody(t, vllmTraces(0, 600)) // about 360 kB
+	if len(small) > maxDrainBytes || len(large) <= maxDrainBytes {
+		t.Fatalf("bodies of %d and %d bytes do not straddle %d", len(small), len(large), maxDrainBytes)
 	}
 	client := &http.Client{Transport: &http.Transport{}}
-	reused := make([]bool, 0, 2)
-	for i := 0; i < 2; i++ {
+	var reused []bool
+	var closed []bool
+	for _, body := range [][]byte{small, small, large, small} {
 		trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = append(reused, info.Reused) }}
 		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodPost, tracesURL(r), bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/x-protobuf")
@@ -348,15 +354,57 @@ func TestRetryableRefusalKeepsConnection(t *testing.T) {
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 429 {
-			t.Fatalf("status %d, want 429", resp.StatusCode)
+		if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" {
+			t.Fatalf("status %d Retry-After %q, want 429 and 1", resp.StatusCode, resp.Header.Get("Retry-After"))
 		}
+		closed = append(closed, resp.Close)
 	}
 	for i := 0; i < cap(r.slots); i++ {
 		<-r.slots
 	}
-	if len(reused) != 2 || !reused[1] {
-		t.Fatalf("connection reused: %v, want the second request on the first's connection", reused)
+	if want := []bool{false, true, true, false}; !slices.Equal(reused, want) {
+		t.Fatalf("connection reused: %v, want %v", reused, want)
+	}
+	if want := []bool{false, false, true, false}; !slices.Equal(closed, want) {
+		t.Fatalf("answer closed the connection: %v, want %v", closed, want)
+	}
+	if s := r.Stats(); s.ClosedUnread != 1 || s.Busy != 4 {
+		t.Fatalf("stats: closed_unread %d busy %d, want 1 and 4", s.ClosedUnread, s.Busy)
+	}
+}
+
+// A gRPC stream the tap lets through holds its export slot from the tap
+// until its export is answered, and frees it after.
+func TestGRPCTapHoldsTheSlot(t *testing.T) {
+	r := startReceiver(t, Options{MaxConcurrentExports: 1})
+	ctx, err := r.tap(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.slots) != 1 {
+		t.Fatalf("slots taken after the tap: %d, want 1", len(r.slots))
+	}
+	if _, err := r.tap(context.Background(), nil); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("second stream: %v, want ResourceExhausted", err)
+	}
+	if _, err := (&grpcService{r: r}).export(ctx, protoBody(t, vllmTraces(0, 3))); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.slots) != 0 {
+		t.Fatalf("slots taken after the export: %d, want 0", len(r.slots))
+	}
+	// a stream that ends before its handler runs frees its slot too
+	sctx, cancel := context.WithCancel(context.Background())
+	if _, err := r.tap(sctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	testkit.WaitFor(t, "the ended stream's slot", 10*time.Second, func() bool { return len(r.slots) == 0 })
+	if err := rawExportCall(t, r, protoBody(t, vllmTraces(1, 3)), false); err != nil {
+		t.Fatalf("gRPC export after: %v", err)
+	}
+	if s := r.Stats(); s.SpansGRPC != 6 || s.Busy != 1 {
+		t.Fatalf("stats %+v", s)
 	}
 }
 
@@ -378,5 +426,26 @@ func TestGRPCRefusedBeforeRead(t *testing.T) {
 	}
 	if err := rawExportCall(t, r, protoBody(t, vllmTraces(0, 3)), false); err != nil {
 		t.Fatalf("after the slots are free: %v", err)
+	}
+}
+
+// A gRPC export whose message could not fit the queue (3 bytes per wire
+// byte, as for an HTTP body of known length) is refused before it is
+// decoded: an undecodable message gets the retryable Unavailable, not
+// InvalidArgument.
+func TestGRPCQueueFullRefusesBeforeDecoding(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	r := startReceiver(t, Options{QueueBytes: 1 << 20, Sink: artifact.SinkFunc(func(artifact.Record) error { <-release; return nil })})
+	if resp, _ := post(t, tracesURL(r), protoBody(t, vllmTraces(0, 10)), protoHdr); resp.StatusCode != 200 {
+		t.Fatal(resp.StatusCode)
+	}
+	garbage := bytes.Repeat([]byte{0xff}, 400<<10) // 3 × 400 KiB is over the 1 MiB queue
+	err := rawExportCall(t, r, garbage, false)
+	if st := status.Convert(err); st.Code() != codes.Unavailable || !strings.Contains(st.Message(), "span queue full") {
+		t.Fatalf("got %v, want Unavailable: span queue full", err)
+	}
+	if s := r.Stats(); s.QueueFull != 1 || s.BadRequests != 0 {
+		t.Fatalf("stats: queue_full %d bad_requests %d, want 1 and 0", s.QueueFull, s.BadRequests)
 	}
 }

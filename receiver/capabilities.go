@@ -45,6 +45,10 @@ type Stats struct {
 	// without RetryInfo: over the element or nesting limits, or a decode
 	// cost over MemoryLimitBytes), BadRequests (400), UnsupportedMedia (415), MethodNotAllowed
 	// (405), NotFound (404), AfterStop (503 while stopping), Timeouts (408).
+	// ClosedUnread counts the HTTP/1.x refusals among them answered with
+	// Connection: close and their body left unread (retryable refusals of a
+	// body over 64 KiB or of unknown length, before it was read).
+	ClosedUnread     int64
 	QueueFull        int64
 	Busy             int64
 	MemoryBusy       int64
@@ -88,7 +92,7 @@ func (r *Receiver) Stats() Stats {
 		QueueFull: c.queueFull.Load(), Busy: c.busy.Load(), MemoryBusy: c.memoryBusy.Load(),
 		TooLarge: c.tooLarge.Load(), TooComplex: c.tooComplex.Load(), BadRequests: c.badRequests.Load(),
 		UnsupportedMedia: c.unsupportedMedia.Load(), MethodNotAllowed: c.methodNotAllowed.Load(), NotFound: c.notFound.Load(),
-		AfterStop: c.afterStop.Load(), Timeouts: c.timeouts.Load(),
+		AfterStop: c.afterStop.Load(), Timeouts: c.timeouts.Load(), ClosedUnread: c.closedUnread.Load(),
 		QueuedSpans: qs, QueuedBytes: qb, DecodeBytes: r.mem.inUse(), DecodeBytesPeak: r.mem.peak.Load(), BindErrors: bind,
 	}
 }
@@ -210,6 +214,7 @@ func (s Stats) counterMetadata() map[string]any {
 		"not_found":           s.NotFound,
 		"after_stop":          s.AfterStop,
 		"timeouts":            s.Timeouts,
+		"closed_unread":       s.ClosedUnread,
 		"bind_errors":         int64(len(s.BindErrors)),
 	}
 }

@@ -3,6 +3,7 @@ package receiver
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/inferprobe/inferprobe/artifact"
 	"google.golang.org/grpc"
@@ -115,25 +116,71 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 
 // tap runs when a gRPC stream opens, before its message is read (on the
 // gRPC listener; not for gRPC served through the HTTP port): while the
-// receiver is stopping, every export slot is taken, or the queue is near
-// full, the export is refused there, with the answer the handler would give
-// (Unavailable or ResourceExhausted with RetryInfo), so that a flood costs
-// no message reads. The handler checks again for the streams let through.
+// receiver is stopping, the queue is near full, or every export slot is
+// taken, the export is refused there, with the answer the handler would
+// give (Unavailable or ResourceExhausted with RetryInfo), so that a flood
+// costs no message reads. A stream let through takes its export slot here
+// (a tapSlot in its context), so that at most MaxConcurrentExports messages
+// are being read at once; the slot is freed when the handler returns, or
+// when the stream ends without reaching it.
 func (r *Receiver) tap(ctx context.Context, _ *tap.Info) (context.Context, error) {
 	ref := r.checkStopping()
-	if ref == nil && len(r.slots) == cap(r.slots) {
-		ref = r.refuse(outcomeBusy, fmt.Sprintf("%d exports are already being decoded; retry later", cap(r.slots)))
-	}
 	if ref == nil {
 		if err := r.q.admit(0); err != nil {
 			ref = r.refuse(outcomeQueueFull, err.Error())
+		}
+	}
+	if ref == nil {
+		select {
+		case r.slots <- struct{}{}:
+		default:
+			ref = r.refuse(outcomeBusy, fmt.Sprintf("%d exports are already being decoded; retry later", cap(r.slots)))
 		}
 	}
 	if ref != nil {
 		r.c.grpcRequests.Add(1)
 		return ctx, r.grpcError(ref)
 	}
-	return ctx, nil
+	slot := &tapSlot{r: r}
+	context.AfterFunc(ctx, slot.release)
+	return context.WithValue(ctx, tapSlotKey{}, slot), nil
+}
+
+// tapSlot is the export slot the tap took for one gRPC stream.
+type tapSlot struct {
+	r    *Receiver
+	done atomic.Bool
+}
+
+// release frees the slot; only the first call does.
+func (s *tapSlot) release() {
+	if s.done.CompareAndSwap(false, true) {
+		s.r.leave()
+	}
+}
+
+// tapSlotKey is the context key of a stream's *tapSlot.
+type tapSlotKey struct{}
+
+// enterGRPC admits one gRPC export of wire bytes to be decoded: with the
+// slot the tap took for its stream (then only the queue is checked again),
+// or as enter decides; either way the queue is asked for the charge the
+// message implies (3 bytes per byte, as for an HTTP body of known length),
+// so that an export that cannot fit is refused before it is decoded.
+// release frees the slot.
+func (r *Receiver) enterGRPC(ctx context.Context, wire int) (release func(), ref *refusal) {
+	expect := 3 * int64(wire)
+	if slot, ok := ctx.Value(tapSlotKey{}).(*tapSlot); ok {
+		if err := r.q.admit(expect); err != nil {
+			slot.release()
+			return nil, r.refuse(outcomeQueueFull, err.Error())
+		}
+		return slot.release, nil
+	}
+	if ref := r.enter(expect); ref != nil {
+		return nil, ref
+	}
+	return r.leave, nil
 }
 
 // grpcService is the OTLP gRPC TraceService of a Receiver.
@@ -153,10 +200,11 @@ func (g *grpcService) export(ctx context.Context, body []byte) (any, error) {
 	if ref := r.checkStopping(); ref != nil {
 		return nil, r.grpcError(ref)
 	}
-	if ref := r.enter(0); ref != nil {
+	release, ref := r.enterGRPC(ctx, len(body))
+	if ref != nil {
 		return nil, r.grpcError(ref)
 	}
-	defer r.leave()
+	defer release()
 	res := reservation{l: &r.mem}
 	defer res.release()
 	if err := res.grow(int64(len(body))); err != nil {

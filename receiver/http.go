@@ -37,7 +37,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	if ref != nil {
 		if answers[ref.outcome].retryable {
-			drainBody(req.Body)
+			r.leaveUnread(w, req)
 		}
 		r.writeRefusal(w, format, ref)
 		return
@@ -48,17 +48,31 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
-// maxDrainBytes bounds the body of a request refused retryably before it
-// was read that is read and discarded, so that the exporter's retry reuses
-// the connection: 4 MiB, above any vLLM batch. (net/http itself discards at
-// most 256 KiB, less than one 512-span export, and closes the connection
-// beyond, so every refusal in a flood would otherwise cost a new
-// connection.) A longer body closes the connection.
-const maxDrainBytes = 4 << 20
+// maxDrainBytes is the longest body of a request refused retryably before
+// it was read that is read and discarded, so that the exporter's retry
+// reuses the connection: 64 KiB. A longer body (a 512-span vLLM export is
+// about 300 kB), or one of unknown length, is left unread and the answer
+// closes the connection (Connection: close): under a flood, reading the
+// bodies of refused exports would take the CPU the consumer needs (it took
+// a third of one core at 10× the receiver's capacity), while a new
+// connection per refusal costs a small fraction of that, and an exporter
+// that honours Retry-After opens at most one a second.
+const maxDrainBytes = 64 << 10
 
-// drainBody reads and discards up to maxDrainBytes of an unread body.
-func drainBody(body io.Reader) {
-	_, _ = io.CopyN(io.Discard, body, maxDrainBytes)
+// leaveUnread settles the unread body of a request refused retryably before
+// it was read: drained when its Content-Length is at most maxDrainBytes;
+// otherwise, on HTTP/1.x, the answer closes the connection without reading
+// it (counted in Stats.ClosedUnread). HTTP/2 needs neither: its server
+// resets the request's stream.
+func (r *Receiver) leaveUnread(w http.ResponseWriter, req *http.Request) {
+	if req.ContentLength >= 0 && req.ContentLength <= maxDrainBytes {
+		_, _ = io.CopyN(io.Discard, req.Body, maxDrainBytes)
+		return
+	}
+	if req.ProtoMajor == 1 {
+		r.c.closedUnread.Add(1)
+		w.Header().Set("Connection", "close")
+	}
 }
 
 // route answers a request for another path (404) or with another method

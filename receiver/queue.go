@@ -94,12 +94,14 @@ func (q *queue) push(batch []artifact.VLLMSpan, size int64) error {
 }
 
 // admit refuses an export early — before its body is read and decoded —
-// when the queue is at 90% of its span limit or the export's expected
-// charge (0 when unknown) would pass the byte limit. push decides exactly.
+// when the queue is at 90% of its span limit or of its byte limit (for
+// vLLM-like spans the byte limit binds first: 64 MiB hold about 32,000),
+// or the export's expected charge (0 when unknown) would pass the byte
+// limit. push decides exactly.
 func (q *queue) admit(expect int64) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.spans > 0 && (10*q.spans >= 9*q.maxSpans || q.bytes+expect > q.maxBytes) {
+	if q.spans > 0 && (10*q.spans >= 9*q.maxSpans || 10*q.bytes >= 9*q.maxBytes || q.bytes+expect > q.maxBytes) {
 		return q.fullErr()
 	}
 	return nil

@@ -218,7 +218,7 @@ type counters struct {
 	queueFull, busy, tooLarge, badRequests, unsupportedMedia     atomic.Int64
 	tooComplex, memoryBusy                                       atomic.Int64
 	methodNotAllowed, notFound, afterStop, timeouts, partialSucc atomic.Int64
-	exportsAccepted                                              atomic.Int64
+	exportsAccepted, closedUnread                                atomic.Int64
 }
 
 // New returns a Receiver and starts its consumer goroutine. Serve it with
