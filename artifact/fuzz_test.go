@@ -114,5 +114,33 @@ func FuzzRequestFastPath(f *testing.F) {
 		if !reflect.DeepEqual(fast, slow) {
 			t.Fatalf("fast and encoding/json differ on %q\nfast %+v\nslow %+v", data, fast, slow)
 		}
+		// The reused memory of Reader.ReuseRequests gives the same Request, also when it
+		// decoded another line before.
+		sc := newRequestScratch()
+		for i, prev := range [][]byte{nil, fuzzScratchLine, data} {
+			if prev != nil && sc.decode(prev) == nil {
+				t.Fatalf("scratch decoder refused line %d: %q", i, prev)
+			}
+			got := sc.decode(data)
+			if got == nil {
+				t.Fatalf("scratch decoder refused what the fast path took (after line %d): %q", i, data)
+			}
+			if !reflect.DeepEqual(*got, slow) {
+				t.Fatalf("scratch and encoding/json differ on %q (after line %d)\nscratch %+v\nslow    %+v", data, i, *got, slow)
+			}
+		}
 	})
 }
+
+// fuzzScratchLine is a full request line that FuzzRequestFastPath decodes into the scratch
+// memory before the fuzzed line, so that leftovers of a previous line would show.
+var fuzzScratchLine = func() []byte {
+	r := sampleRequest()
+	r.ChunkInterarrivalMS = []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}
+	r.ErrorMessage, r.ServerErrorType, r.PrefixGroup = Ptr("previous"), Ptr("prev-type"), Ptr(int64(99))
+	line, err := MarshalLine(r)
+	if err != nil {
+		panic(err)
+	}
+	return line
+}()

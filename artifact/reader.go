@@ -90,6 +90,13 @@ type Stats struct {
 type Reader struct {
 	// MaxLineBytes bounds one line (newline excluded); 0 means MaxLineBytes.
 	MaxLineBytes int
+	// ReuseRequests makes every infer.request v1 Line of one Read share one
+	// *Request whose strings, pointers and chunk gaps live in memory the
+	// read reuses: like Line.Raw, the Value is valid only during the
+	// callback, and a callback that keeps any part of it must copy it. The
+	// values are those of a read without it. It saves allocating each
+	// request for a reader that copies what it keeps.
+	ReuseRequests bool
 }
 
 // Read streams the artifact in r, calling fn for each record in file order;
@@ -115,6 +122,10 @@ func (rd Reader) Read(r io.Reader, fn func(Line) error) (Stats, error) {
 		maxLine = MaxLineBytes
 	}
 	st := Stats{Kinds: map[Kind]int{}}
+	var sc *requestScratch
+	if rd.ReuseRequests {
+		sc = newRequestScratch()
+	}
 	br := bufio.NewReaderSize(r, 64<<10)
 	var acc []byte
 	for {
@@ -141,7 +152,7 @@ func (rd Reader) Read(r io.Reader, fn func(Line) error) (Stats, error) {
 			}
 			st.MissingFinalNewline = true
 		}
-		rec, lerr := decodeLine(text)
+		rec, lerr := decodeLineIn(text, sc)
 		if lerr != nil {
 			lerr.Line = st.Lines
 			return st, lerr
