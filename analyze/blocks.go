@@ -153,8 +153,7 @@ type Prompts struct {
 // PromptsOf computes the prompts block.
 func PromptsOf(requests []Request, w *artifact.PhaseWindow) Prompts {
 	var p Prompts
-	digests := map[string]struct{}{}
-	promptIDs := map[string]struct{}{}
+	digests, promptIDs := 0, 0
 	groups := map[int64]struct{}{}
 	mode := ""
 	for i := range requests {
@@ -168,9 +167,9 @@ func PromptsOf(requests []Request, w *artifact.PhaseWindow) Prompts {
 		}
 		switch {
 		case r.PromptDigest != nil:
-			digests[*r.PromptDigest] = struct{}{}
+			digests++
 		case r.PromptID != nil:
-			promptIDs[*r.PromptID] = struct{}{}
+			promptIDs++
 		}
 		if r.PrefixGroup != nil {
 			groups[*r.PrefixGroup] = struct{}{}
@@ -187,7 +186,19 @@ func PromptsOf(requests []Request, w *artifact.PhaseWindow) Prompts {
 	if mode != "" {
 		p.Mode = strPtr(mode)
 	}
-	p.DistinctPrompts = len(digests) + len(promptIDs)
+	// distinct prompt_digest values, plus distinct prompt_id values among the requests without one
+	p.DistinctPrompts = digests - repeats(len(requests), func(i int) (string, bool) {
+		if d := requests[i].PromptDigest; d != nil {
+			return *d, true
+		}
+		return "", false
+	})
+	p.DistinctPrompts += promptIDs - repeats(len(requests), func(i int) (string, bool) {
+		if r := &requests[i]; r.PromptDigest == nil && r.PromptID != nil {
+			return *r.PromptID, true
+		}
+		return "", false
+	})
 	p.PrefixGroupsUsed = len(groups)
 	if w != nil {
 		p.PromptsDigest = w.PromptsDigest
