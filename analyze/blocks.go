@@ -90,8 +90,8 @@ func ArrivalMode(requests []Request, w *artifact.PhaseWindow) string {
 // ArrivalsOf computes the arrivals block.
 func ArrivalsOf(requests []Request, w *artifact.PhaseWindow) Arrivals {
 	a := Arrivals{Mode: ArrivalMode(requests, w), Offered: len(requests), Failed: map[string]int{}}
-	var lags []float64
-	var intents []int64
+	lags := make([]float64, 0, len(requests))
+	intents, lo, hi := 0, int64(0), int64(0) // how many intended_at_ns, their least and greatest
 	for i := range requests {
 		r := &requests[i]
 		switch r.Status {
@@ -111,19 +111,17 @@ func ArrivalsOf(requests []Request, w *artifact.PhaseWindow) Arrivals {
 		if r.DispatchLagMS != nil && finite(*r.DispatchLagMS) {
 			lags = append(lags, *r.DispatchLagMS)
 		}
-		if r.IntendedAtNS != nil {
-			intents = append(intents, *r.IntendedAtNS)
+		if t := r.IntendedAtNS; t != nil {
+			if intents == 0 {
+				lo, hi = *t, *t
+			}
+			intents++
+			lo, hi = min(lo, *t), max(hi, *t)
 		}
 	}
 	a.Sent = a.Offered - a.Dropped
-	if a.Mode != ModeClosed && len(intents) >= 2 {
-		lo, hi := intents[0], intents[0]
-		for _, t := range intents {
-			lo, hi = min(lo, t), max(hi, t)
-		}
-		if hi > lo {
-			a.IntendedArrivalRatePerSecond = f64Ptr(float64(len(intents)-1) / (float64(hi-lo) / 1e9))
-		}
+	if a.Mode != ModeClosed && intents >= 2 && hi > lo {
+		a.IntendedArrivalRatePerSecond = f64Ptr(float64(intents-1) / (float64(hi-lo) / 1e9))
 	}
 	a.DispatchLagMs = spread95(lags)
 	if w != nil && w.StartedAtNS != nil && w.WindowEndedAtNS != nil && w.DrainedAtNS != nil {
