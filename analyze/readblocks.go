@@ -76,10 +76,10 @@ func startDecoding(ctx context.Context, wg *sync.WaitGroup, r io.Reader, o readO
 	return order
 }
 
-// decodeBlock reads one block with artifact.Reader, packing measured requests with p, into
+// decodeBlock reads one block with artifact.Reader.ReadBytes, packing measured requests with p, into
 // items (an empty list to append to).
 func decodeBlock(rd artifact.Reader, p *packer, data []byte, items []blockItem) blockResult {
-	st, err := rd.Read(bytes.NewReader(data), func(rec artifact.Line) error {
+	st, err := rd.ReadBytes(data, func(rec artifact.Line) error {
 		switch v := rec.Value.(type) {
 		case *artifact.Request:
 			it := blockItem{request: true, measured: v.Phase == artifact.PhaseMeasured, session: p.intern(v.SessionID)}

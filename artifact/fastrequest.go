@@ -443,9 +443,9 @@ func (d *reqDecoder) floatLit() (float64, bool) {
 	if n == 0 {
 		return 0, false
 	}
-	f, err := strconv.ParseFloat(string(d.data[d.pos:d.pos+n]), 64)
+	f, ok := parseJSONFloat(d.data[d.pos : d.pos+n])
 	d.pos += n
-	return f, err == nil
+	return f, ok
 }
 
 func (d *reqDecoder) floatPtr(dst **float64) bool {

@@ -144,3 +144,44 @@ var fuzzScratchLine = func() []byte {
 	}
 	return line
 }()
+
+// FuzzReadBytes checks Reader.ReadBytes against Reader.Read over the same bytes: the same
+// records, Stats and error, with the default line limit and a small one.
+func FuzzReadBytes(f *testing.F) {
+	f.Add([]byte(artifactText(f)), 0)
+	f.Add([]byte("{\"event_type\":\"x\"}\r\n\n  \n{\"a\":1}"), 12)
+	f.Add([]byte("{\"event_type\":\"x\"}\n{\"trunc"), 0)
+	f.Add([]byte("[1]\n"), 0)
+	f.Fuzz(func(t *testing.T, data []byte, limit int) {
+		rd := Reader{MaxLineBytes: limit % 200}
+		type rec struct {
+			line  int
+			kind  Kind
+			raw   string
+			value Record
+		}
+		collect := func(read func(func(Line) error) (Stats, error)) ([]rec, Stats, string) {
+			var out []rec
+			st, err := read(func(l Line) error {
+				out = append(out, rec{l.Line, l.Kind, string(l.Raw), l.Value})
+				return nil
+			})
+			msg := ""
+			if err != nil {
+				msg = err.Error()
+			}
+			return out, st, msg
+		}
+		want, wantSt, wantErr := collect(func(fn func(Line) error) (Stats, error) { return rd.Read(bytes.NewReader(data), fn) })
+		got, gotSt, gotErr := collect(func(fn func(Line) error) (Stats, error) { return rd.ReadBytes(data, fn) })
+		if gotErr != wantErr {
+			t.Fatalf("error %q, Read gives %q", gotErr, wantErr)
+		}
+		if !reflect.DeepEqual(gotSt, wantSt) {
+			t.Fatalf("stats %+v, Read gives %+v", gotSt, wantSt)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("records differ:\n%+v\nRead gives\n%+v", got, want)
+		}
+	})
+}
