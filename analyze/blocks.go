@@ -90,8 +90,8 @@ func ArrivalMode(requests []Request, w *artifact.PhaseWindow) string {
 // ArrivalsOf computes the arrivals block.
 func ArrivalsOf(requests []Request, w *artifact.PhaseWindow) Arrivals {
 	a := Arrivals{Mode: ArrivalMode(requests, w), Offered: len(requests), Failed: map[string]int{}}
-	var lags []float64
-	var intents []int64
+	lags := make([]float64, 0, len(requests))
+	intents, lo, hi := 0, int64(0), int64(0) // how many intended_at_ns, their least and greatest
 	for i := range requests {
 		r := &requests[i]
 		switch r.Status {
@@ -111,19 +111,17 @@ func ArrivalsOf(requests []Request, w *artifact.PhaseWindow) Arrivals {
 		if r.DispatchLagMS != nil && finite(*r.DispatchLagMS) {
 			lags = append(lags, *r.DispatchLagMS)
 		}
-		if r.IntendedAtNS != nil {
-			intents = append(intents, *r.IntendedAtNS)
+		if t := r.IntendedAtNS; t != nil {
+			if intents == 0 {
+				lo, hi = *t, *t
+			}
+			intents++
+			lo, hi = min(lo, *t), max(hi, *t)
 		}
 	}
 	a.Sent = a.Offered - a.Dropped
-	if a.Mode != ModeClosed && len(intents) >= 2 {
-		lo, hi := intents[0], intents[0]
-		for _, t := range intents {
-			lo, hi = min(lo, t), max(hi, t)
-		}
-		if hi > lo {
-			a.IntendedArrivalRatePerSecond = f64Ptr(float64(len(intents)-1) / (float64(hi-lo) / 1e9))
-		}
+	if a.Mode != ModeClosed && intents >= 2 && hi > lo {
+		a.IntendedArrivalRatePerSecond = f64Ptr(float64(intents-1) / (float64(hi-lo) / 1e9))
 	}
 	a.DispatchLagMs = spread95(lags)
 	if w != nil && w.StartedAtNS != nil && w.WindowEndedAtNS != nil && w.DrainedAtNS != nil {
@@ -153,8 +151,7 @@ type Prompts struct {
 // PromptsOf computes the prompts block.
 func PromptsOf(requests []Request, w *artifact.PhaseWindow) Prompts {
 	var p Prompts
-	digests := map[string]struct{}{}
-	promptIDs := map[string]struct{}{}
+	digests, promptIDs := 0, 0
 	groups := map[int64]struct{}{}
 	mode := ""
 	for i := range requests {
@@ -168,9 +165,9 @@ func PromptsOf(requests []Request, w *artifact.PhaseWindow) Prompts {
 		}
 		switch {
 		case r.PromptDigest != nil:
-			digests[*r.PromptDigest] = struct{}{}
+			digests++
 		case r.PromptID != nil:
-			promptIDs[*r.PromptID] = struct{}{}
+			promptIDs++
 		}
 		if r.PrefixGroup != nil {
 			groups[*r.PrefixGroup] = struct{}{}
@@ -187,7 +184,19 @@ func PromptsOf(requests []Request, w *artifact.PhaseWindow) Prompts {
 	if mode != "" {
 		p.Mode = strPtr(mode)
 	}
-	p.DistinctPrompts = len(digests) + len(promptIDs)
+	// distinct prompt_digest values, plus distinct prompt_id values among the requests without one
+	p.DistinctPrompts = digests - repeats(len(requests), func(i int) (string, bool) {
+		if d := requests[i].PromptDigest; d != nil {
+			return *d, true
+		}
+		return "", false
+	})
+	p.DistinctPrompts += promptIDs - repeats(len(requests), func(i int) (string, bool) {
+		if r := &requests[i]; r.PromptDigest == nil && r.PromptID != nil {
+			return *r.PromptID, true
+		}
+		return "", false
+	})
 	p.PrefixGroupsUsed = len(groups)
 	if w != nil {
 		p.PromptsDigest = w.PromptsDigest

@@ -71,8 +71,8 @@ func ClientAuditOf(requests []Request, w *artifact.PhaseWindow) ClientAudit {
 
 // scheduleFrom sets the dispatch-lag and rate figures and the held/dropped counts.
 func (a *ClientAudit) scheduleFrom(requests []Request) {
-	var lags []float64
-	var intended, dispatched []float64
+	lags := make([]float64, 0, len(requests))
+	var intended, dispatched timeSpan
 	for i := range requests {
 		r := &requests[i]
 		if r.Status == StatusDropped {
@@ -83,37 +83,45 @@ func (a *ClientAudit) scheduleFrom(requests []Request) {
 		if r.ArrivalMode == ModeClosed || r.IntendedAtNS == nil {
 			continue
 		}
-		intended = append(intended, float64(*r.IntendedAtNS))
+		intended.add(float64(*r.IntendedAtNS))
 		if r.Status == StatusDropped || r.DispatchLagMS == nil || !finite(*r.DispatchLagMS) {
 			continue
 		}
 		lags = append(lags, *r.DispatchLagMS)
-		dispatched = append(dispatched, float64(*r.IntendedAtNS)+*r.DispatchLagMS*1e6)
+		dispatched.add(float64(*r.IntendedAtNS) + *r.DispatchLagMS*1e6)
 	}
 	sort.Float64s(lags)
 	if p99, ok := Quantile(lags, 0.99); ok {
 		a.DispatchLagP99Ms = f64Ptr(p99)
 	}
-	a.ScheduledRatePerSecond = spanRate(intended)
-	a.AchievedRatePerSecond = spanRate(dispatched)
+	a.ScheduledRatePerSecond = intended.rate()
+	a.AchievedRatePerSecond = dispatched.rate()
 	if a.ScheduledRatePerSecond != nil && a.AchievedRatePerSecond != nil {
 		a.AchievedOverScheduled = f64Ptr(*a.AchievedRatePerSecond / *a.ScheduledRatePerSecond)
 	}
 }
 
-// spanRate is (n−1)/(max−min) per second of times in ns; nil for n < 2 or an empty span.
-func spanRate(ns []float64) *float64 {
-	if len(ns) < 2 {
+// timeSpan accumulates what spanRate reads of a list of times in ns — their count, least and
+// greatest (math.Min and math.Max, in the order added) — without keeping the list.
+type timeSpan struct {
+	n      int
+	lo, hi float64
+}
+
+func (s *timeSpan) add(t float64) {
+	if s.n == 0 {
+		s.lo, s.hi = math.Inf(1), math.Inf(-1)
+	}
+	s.n++
+	s.lo, s.hi = math.Min(s.lo, t), math.Max(s.hi, t)
+}
+
+// rate is (n−1)/(max−min) per second of the times added; nil for n < 2 or an empty span.
+func (s *timeSpan) rate() *float64 {
+	if s.n < 2 || !(s.hi > s.lo) {
 		return nil
 	}
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, t := range ns {
-		lo, hi = math.Min(lo, t), math.Max(hi, t)
-	}
-	if !(hi > lo) {
-		return nil
-	}
-	return f64Ptr(float64(len(ns)-1) / ((hi - lo) / 1e9))
+	return f64Ptr(float64(s.n-1) / ((s.hi - s.lo) / 1e9))
 }
 
 // healthFrom sets the CPU, GC and receive-stamp figures from the phase's client health.

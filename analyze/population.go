@@ -139,21 +139,13 @@ func countPopulation(requests []Request, serverSource bool) Population {
 // cohortIssues returns the hard cohort problems and the soft notes.
 func cohortIssues(requests []Request, w *artifact.PhaseWindow, scheduled *int64, slice *shardSlice) (hard, soft []string) {
 	hard = []string{}
-	ids := make(map[string]struct{}, len(requests))
-	xids := make(map[string]struct{}, len(requests))
-	dupIDs, dupXIDs := 0, 0
-	for i := range requests {
-		if _, seen := ids[requests[i].RequestID]; seen {
-			dupIDs++
-		}
-		ids[requests[i].RequestID] = struct{}{}
+	dupIDs := repeats(len(requests), func(i int) (string, bool) { return requests[i].RequestID, true })
+	dupXIDs := repeats(len(requests), func(i int) (string, bool) {
 		if x := requests[i].XRequestID; x != nil {
-			if _, seen := xids[*x]; seen {
-				dupXIDs++
-			}
-			xids[*x] = struct{}{}
+			return *x, true
 		}
-	}
+		return "", false
+	})
 	if dupIDs > 0 {
 		hard = append(hard, fmt.Sprintf("duplicate_request_id: %d", dupIDs))
 	}

@@ -60,7 +60,7 @@ func startDecoding(ctx context.Context, wg *sync.WaitGroup, r io.Reader, o readO
 		go func() {
 			defer wg.Done()
 			var p packer
-			rd := artifact.Reader{MaxLineBytes: o.maxLineBytes}
+			rd := artifact.Reader{MaxLineBytes: o.maxLineBytes, ReuseRequests: true} // packer copies what it keeps
 			for b := range work {
 				if b.err != nil {
 					b.res <- blockResult{err: b.err}
@@ -77,10 +77,10 @@ func startDecoding(ctx context.Context, wg *sync.WaitGroup, r io.Reader, o readO
 	return order
 }
 
-// decodeBlock reads one block with artifact.Reader, packing measured requests with p, into
+// decodeBlock reads one block with artifact.Reader.ReadBytes, packing measured requests with p, into
 // items (an empty list to append to).
 func decodeBlock(rd artifact.Reader, p *packer, data []byte, items []blockItem) blockResult {
-	st, err := rd.Read(bytes.NewReader(data), func(rec artifact.Line) error {
+	st, err := rd.ReadBytes(data, func(rec artifact.Line) error {
 		switch v := rec.Value.(type) {
 		case *artifact.Request:
 			it := blockItem{request: true, measured: v.Phase == artifact.PhaseMeasured, session: p.intern(v.SessionID)}

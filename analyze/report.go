@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/inferprobe/inferprobe/artifact"
 )
@@ -216,14 +218,17 @@ func AnalyzeInput(ctx context.Context, in *Input, opts Options) (*Report, error)
 	withSpans := opts.Server != nil && len(opts.Server.Spans) > 0
 	rep.CaseOrder = caseOrder(a.Workload, ids)
 	gpu := gpuInputOf(a, rule)
-	for _, id := range rep.CaseOrder {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		c := caseInput(in, id, windows[id], opts)
-		rep.Cases[id] = caseReport(c, rule, policy, source, caches[id], samples, withSpans)
-		rep.Cases[id].GPU = caseGPU(gpu, rep.Cases[id])
-		if rep.Cases[id].Client.ClientLimited {
+	reports, err := caseReports(ctx, rep.CaseOrder, func(id string) *CaseReport {
+		c := caseReport(caseInput(in, id, windows[id], opts), rule, policy, source, caches[id], samples, withSpans)
+		c.GPU = caseGPU(gpu, c)
+		return c
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range rep.CaseOrder {
+		rep.Cases[id] = reports[i]
+		if reports[i].Client.ClientLimited {
 			rep.ClientLimitedCases = append(rep.ClientLimitedCases, id)
 		}
 	}
@@ -235,6 +240,30 @@ func AnalyzeInput(ctx context.Context, in *Input, opts Options) (*Report, error)
 		return nil, err
 	}
 	return rep, nil
+}
+
+// caseReports computes report(id) for each of ids, up to GOMAXPROCS cases at a time (each
+// case's blocks read its requests only), and returns them in the order of ids. ctx is checked
+// before each case starts; its error is returned once the cases already started are done.
+func caseReports(ctx context.Context, ids []string, report func(id string) *CaseReport) ([]*CaseReport, error) {
+	out := make([]*CaseReport, len(ids))
+	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for i, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			out[i] = report(id)
+		}()
+	}
+	wg.Wait()
+	return out, nil
 }
 
 // caseOrder orders ids (sorted) as the workload lists its cases, then the others by id.

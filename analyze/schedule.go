@@ -55,7 +55,8 @@ type Measurement struct {
 // ScheduleFunc recomputes an open-loop case's schedule from its seeded workload when that
 // needs the generator itself (a Poisson draw, a replay trace's offsets): the number of
 // arrivals and the scheduled endpoint offset in ns (nil when undeclared). ok is false when it
-// cannot.
+// cannot. AnalyzeInput computes cases concurrently, so it may be called from several
+// goroutines at once (loadgen.WorkloadScheduler is safe for that).
 type ScheduleFunc func(caseID string) (arrivals int64, endpointNs *int64, ok bool)
 
 // ScheduleFromWorkload recomputes what an open-loop schedule implies without running its

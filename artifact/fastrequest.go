@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // decodeRequestFast decodes an infer.request v1 line into r without
@@ -18,10 +19,25 @@ import (
 // error. When it returns true, r equals what json.Unmarshal produces
 // (FuzzRequestFastPath checks this).
 func decodeRequestFast(data []byte, r *Request) bool {
-	var d reqDecoder
+	return decodeRequestFastIn(data, r, nil)
+}
+
+// decodeRequestFastIn is decodeRequestFast with the strings, pointer
+// targets and chunk gaps of r carved from sc's reused memory when sc is not
+// nil (r is then valid until sc decodes the next line), else allocated.
+func decodeRequestFastIn(data []byte, r *Request, sc *requestScratch) bool {
+	var d *reqDecoder
+	if sc != nil {
+		d = &sc.dec // reused: its arrays are overwritten, never read before written
+		d.pos, d.sc = 0, sc
+		d.strBuf = sc.text[:0]
+		d.ints, d.floats, d.bools = sc.ints[:0], sc.floats[:0], sc.bools[:0]
+	} else {
+		d = new(reqDecoder)
+		d.strBuf = d.bufArr[:0]
+	}
 	d.data = data
 	d.refs = d.refsArr[:0]
-	d.strBuf = d.bufArr[:0]
 	d.ws()
 	if !d.consume('{') {
 		return false
@@ -72,6 +88,7 @@ type reqDecoder struct {
 	ints    []int64
 	floats  []float64
 	bools   []bool
+	sc      *requestScratch // reused memory for the result; nil: allocate
 }
 
 // field decodes the value of key into its Request field. It gives up on an
@@ -210,8 +227,15 @@ func (d *reqDecoder) end(_ *Request) bool {
 	if len(d.refs) == 0 {
 		return true
 	}
-	all := string(d.strBuf)
+	var all string
 	var slab []string
+	if d.sc != nil {
+		d.sc.text = d.strBuf // keep a grown buffer for the next line
+		all = unsafe.String(unsafe.SliceData(d.strBuf), len(d.strBuf))
+		slab = d.sc.strs[:0]
+	} else {
+		all = string(d.strBuf)
+	}
 	for _, ref := range d.refs {
 		if ref.dst != nil {
 			*ref.dst = all[ref.start:ref.end]
@@ -419,9 +443,9 @@ func (d *reqDecoder) floatLit() (float64, bool) {
 	if n == 0 {
 		return 0, false
 	}
-	f, err := strconv.ParseFloat(string(d.data[d.pos:d.pos+n]), 64)
+	f, ok := parseJSONFloat(d.data[d.pos : d.pos+n])
 	d.pos += n
-	return f, err == nil
+	return f, ok
 }
 
 func (d *reqDecoder) floatPtr(dst **float64) bool {
@@ -449,7 +473,16 @@ func (d *reqDecoder) floatSlice(dst *[]float64) bool {
 	if end < 0 {
 		return false
 	}
-	out := make([]float64, 0, bytes.Count(d.data[d.pos:d.pos+end], []byte{','})+1)
+	n := bytes.Count(d.data[d.pos:d.pos+end], []byte{','}) + 1
+	var out []float64
+	if d.sc != nil {
+		if cap(d.sc.gaps) < n {
+			d.sc.gaps = make([]float64, 0, n)
+		}
+		out = d.sc.gaps[:0]
+	} else {
+		out = make([]float64, 0, n)
+	}
 	d.ws()
 	if d.consume(']') {
 		*dst = out[:0:0]

@@ -114,5 +114,74 @@ func FuzzRequestFastPath(f *testing.F) {
 		if !reflect.DeepEqual(fast, slow) {
 			t.Fatalf("fast and encoding/json differ on %q\nfast %+v\nslow %+v", data, fast, slow)
 		}
+		// The reused memory of Reader.ReuseRequests gives the same Request, also when it
+		// decoded another line before.
+		sc := newRequestScratch()
+		for i, prev := range [][]byte{nil, fuzzScratchLine, data} {
+			if prev != nil && sc.decode(prev) == nil {
+				t.Fatalf("scratch decoder refused line %d: %q", i, prev)
+			}
+			got := sc.decode(data)
+			if got == nil {
+				t.Fatalf("scratch decoder refused what the fast path took (after line %d): %q", i, data)
+			}
+			if !reflect.DeepEqual(*got, slow) {
+				t.Fatalf("scratch and encoding/json differ on %q (after line %d)\nscratch %+v\nslow    %+v", data, i, *got, slow)
+			}
+		}
+	})
+}
+
+// fuzzScratchLine is a full request line that FuzzRequestFastPath decodes into the scratch
+// memory before the fuzzed line, so that leftovers of a previous line would show.
+var fuzzScratchLine = func() []byte {
+	r := sampleRequest()
+	r.ChunkInterarrivalMS = []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}
+	r.ErrorMessage, r.ServerErrorType, r.PrefixGroup = Ptr("previous"), Ptr("prev-type"), Ptr(int64(99))
+	line, err := MarshalLine(r)
+	if err != nil {
+		panic(err)
+	}
+	return line
+}()
+
+// FuzzReadBytes checks Reader.ReadBytes against Reader.Read over the same bytes: the same
+// records, Stats and error, with the default line limit and a small one.
+func FuzzReadBytes(f *testing.F) {
+	f.Add([]byte(artifactText(f)), 0)
+	f.Add([]byte("{\"event_type\":\"x\"}\r\n\n  \n{\"a\":1}"), 12)
+	f.Add([]byte("{\"event_type\":\"x\"}\n{\"trunc"), 0)
+	f.Add([]byte("[1]\n"), 0)
+	f.Fuzz(func(t *testing.T, data []byte, limit int) {
+		rd := Reader{MaxLineBytes: limit % 200}
+		type rec struct {
+			line  int
+			kind  Kind
+			raw   string
+			value Record
+		}
+		collect := func(read func(func(Line) error) (Stats, error)) ([]rec, Stats, string) {
+			var out []rec
+			st, err := read(func(l Line) error {
+				out = append(out, rec{l.Line, l.Kind, string(l.Raw), l.Value})
+				return nil
+			})
+			msg := ""
+			if err != nil {
+				msg = err.Error()
+			}
+			return out, st, msg
+		}
+		want, wantSt, wantErr := collect(func(fn func(Line) error) (Stats, error) { return rd.Read(bytes.NewReader(data), fn) })
+		got, gotSt, gotErr := collect(func(fn func(Line) error) (Stats, error) { return rd.ReadBytes(data, fn) })
+		if gotErr != wantErr {
+			t.Fatalf("error %q, Read gives %q", gotErr, wantErr)
+		}
+		if !reflect.DeepEqual(gotSt, wantSt) {
+			t.Fatalf("stats %+v, Read gives %+v", gotSt, wantSt)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("records differ:\n%+v\nRead gives\n%+v", got, want)
+		}
 	})
 }

@@ -11,7 +11,11 @@ import (
 
 // decodeLine decodes one non-blank line (whitespace trimmed). The returned
 // error has Line unset.
-func decodeLine(text []byte) (Line, *LineError) {
+func decodeLine(text []byte) (Line, *LineError) { return decodeLineIn(text, nil) }
+
+// decodeLineIn is decodeLine with an infer.request v1 line decoded into sc
+// when sc is not nil (the Request is then valid until sc's next line).
+func decodeLineIn(text []byte, sc *requestScratch) (Line, *LineError) {
 	if text[0] != '{' {
 		if err := syntaxError(text); err != nil {
 			return Line{}, &LineError{Err: err}
@@ -38,6 +42,14 @@ func decodeLine(text []byte) (Line, *LineError) {
 	case KindPhaseWindow:
 		rec.Value, err = decodeAs[PhaseWindow](text)
 	case KindRequest:
+		if sc != nil {
+			if r := sc.decode(text); r != nil {
+				rec.Value = r
+				break
+			}
+			rec.Value, err = decodeAs[Request](text)
+			break
+		}
 		r := new(Request)
 		if decodeRequestFast(text, r) {
 			rec.Value = r

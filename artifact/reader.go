@@ -92,6 +92,13 @@ type Stats struct {
 type Reader struct {
 	// MaxLineBytes bounds one line (newline excluded); 0 means MaxLineBytes.
 	MaxLineBytes int
+	// ReuseRequests makes every infer.request v1 Line of one Read share one
+	// *Request whose strings, pointers and chunk gaps live in memory the
+	// read reuses: like Line.Raw, the Value is valid only during the
+	// callback, and a callback that keeps any part of it must copy it. The
+	// values are those of a read without it. It saves allocating each
+	// request for a reader that copies what it keeps.
+	ReuseRequests bool
 }
 
 // Read streams the artifact in r, calling fn for each record in file order;
@@ -112,15 +119,38 @@ func Read(r io.Reader, fn func(Line) error) (Stats, error) {
 // ErrInvalidArtifact). An error returned by fn stops the read and is
 // returned as is. Memory use is bounded by one line.
 func (rd Reader) Read(r io.Reader, fn func(Line) error) (Stats, error) {
-	maxLine := rd.MaxLineBytes
-	if maxLine <= 0 {
-		maxLine = MaxLineBytes
-	}
-	st := Stats{Kinds: map[Kind]int{}}
+	maxLine := rd.maxLine()
 	br := bufio.NewReaderSize(r, 64<<10)
 	var acc []byte
+	return rd.read(func() ([]byte, bool, error) { return readLine(br, &acc, maxLine) }, fn)
+}
+
+// ReadBytes is Read(bytes.NewReader(data), fn) without copying data through a buffer: the
+// same records, Stats and errors (FuzzReadBytes checks this). Line.Raw (and, with
+// ReuseRequests, the Request's strings) may point into data during the callback.
+func (rd Reader) ReadBytes(data []byte, fn func(Line) error) (Stats, error) {
+	maxLine := rd.maxLine()
+	return rd.read(func() ([]byte, bool, error) { return sliceLine(&data, maxLine) }, fn)
+}
+
+// maxLine is MaxLineBytes, or the package default for 0.
+func (rd Reader) maxLine() int {
+	if rd.MaxLineBytes <= 0 {
+		return MaxLineBytes
+	}
+	return rd.MaxLineBytes
+}
+
+// read is Read over next, which returns each line as readLine does.
+func (rd Reader) read(next func() ([]byte, bool, error), fn func(Line) error) (Stats, error) {
+	maxLine := rd.maxLine()
+	st := Stats{Kinds: map[Kind]int{}}
+	var sc *requestScratch
+	if rd.ReuseRequests {
+		sc = newRequestScratch()
+	}
 	for {
-		line, newline, err := readLine(br, &acc, maxLine)
+		line, newline, err := next()
 		if err == io.EOF {
 			return st, nil
 		}
@@ -143,7 +173,7 @@ func (rd Reader) Read(r io.Reader, fn func(Line) error) (Stats, error) {
 			}
 			st.MissingFinalNewline = true
 		}
-		rec, lerr := decodeLine(text)
+		rec, lerr := decodeLineIn(text, sc)
 		if lerr != nil {
 			lerr.Line = st.Lines
 			return st, lerr
@@ -158,6 +188,29 @@ func (rd Reader) Read(r io.Reader, fn func(Line) error) (Stats, error) {
 }
 
 var errLineTooLong = errors.New("line too long")
+
+// sliceLine is readLine over the bytes left in *data: the next line without its '\n' (a view
+// of *data), whether it ended in one, or io.EOF when nothing is left; errLineTooLong for a
+// line over maxLine bytes. It advances *data past the line.
+func sliceLine(data *[]byte, maxLine int) ([]byte, bool, error) {
+	d := *data
+	if len(d) == 0 {
+		return nil, false, io.EOF
+	}
+	i := bytes.IndexByte(d, '\n')
+	if i < 0 {
+		*data = d[len(d):]
+		if len(d) > maxLine {
+			return nil, false, errLineTooLong
+		}
+		return d, false, nil
+	}
+	*data = d[i+1:]
+	if i > maxLine {
+		return nil, false, errLineTooLong
+	}
+	return d[:i], true, nil
+}
 
 // readLine returns the next line without its '\n', whether it ended in one,
 // or io.EOF when nothing is left. The slice is valid until the next call.

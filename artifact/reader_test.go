@@ -3,6 +3,7 @@ package artifact
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -355,5 +356,78 @@ func TestRequestFastPathTakesWriterOutput(t *testing.T) {
 	recs, _, err := readAll(`{"event_type":"infer.request","schema_version":1,"Status":"ok","brand_new_field":[1]}` + "\n")
 	if err != nil || recs[0].Value.(*Request).Status != "ok" {
 		t.Fatalf("fallback: %v", err)
+	}
+}
+
+// TestReadReuseRequests checks that Reader.ReuseRequests delivers, line by line, the records
+// of a read without it: requests of different shapes one after another (a long chunk-gap list
+// before a short one, a string pointer before a null one, a line encoding/json must decode).
+func TestReadReuseRequests(t *testing.T) {
+	long := sampleRequest()
+	long.ChunkInterarrivalMS = []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18}
+	long.ErrorMessage, long.PromptID = Ptr("HTTP 500: {\"error\": \"boom\"}\n\tcafé"), Ptr("p-long")
+	short := sampleRequest()
+	short.ChunkInterarrivalMS, short.ErrorMessage, short.PromptID, short.TTFTMS = []float64{0.5}, nil, nil, nil
+	var b strings.Builder
+	b.WriteString(artifactText(t))
+	for _, r := range []Request{long, short, {}, long} {
+		b.Write(mustLine(t, r))
+		b.WriteByte('\n')
+	}
+	b.WriteString(`{"event_type":"infer.request","schema_version":1,"Status":"ok","brand_new_field":[1]}` + "\n")
+	b.Write(mustLine(t, short))
+	b.WriteByte('\n')
+	text := b.String()
+	want, wantSt, err := readAll(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []Line
+	requests := 0
+	st, err := Reader{ReuseRequests: true}.Read(strings.NewReader(text), func(l Line) error {
+		l.Raw = bytes.Clone(l.Raw)
+		if r, ok := l.Value.(*Request); ok {
+			requests++
+			// a deep copy through JSON: the next line overwrites r's memory
+			line, err := MarshalLine(r)
+			if err != nil {
+				return err
+			}
+			var cp Request
+			if err := json.Unmarshal(line, &cp); err != nil {
+				return err
+			}
+			l.Value = &cp
+		}
+		got = append(got, l)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if requests < 7 {
+		t.Fatalf("only %d requests read", requests)
+	}
+	if !reflect.DeepEqual(st, wantSt) {
+		t.Fatalf("stats %+v, want %+v", st, wantSt)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d lines, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if r, ok := want[i].Value.(*Request); ok { // the same round trip as got's
+			line, err := MarshalLine(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cp Request
+			if err := json.Unmarshal(line, &cp); err != nil {
+				t.Fatal(err)
+			}
+			want[i].Value = &cp
+		}
+		if !reflect.DeepEqual(got[i], want[i]) {
+			t.Fatalf("line %d:\n%+v\nwant\n%+v", i+1, got[i].Value, want[i].Value)
+		}
 	}
 }

@@ -142,6 +142,9 @@ func (af *analyzeFlags) run(cmd *cobra.Command, args []string) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(analyzeMemoryLimit(paths...)))
+	if analyzeGCOff() {
+		defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	}
 
 	opts := analyze.Options{Policy: policy, PolicySource: source, VLLMSpans: spans, ServerTelemetry: server}
 	var rep *analyze.Report
@@ -200,6 +203,18 @@ func analyzeMemoryLimit(paths ...string) int64 {
 		}
 	}
 	return max(int64(1<<30), size/4*3)
+}
+
+// analyzeGCOff says whether the analyze verb turns the proportional collector off (GOGC=off):
+// yes unless the user set GOGC or GOMEMLIMIT. The soft memory limit (analyzeMemoryLimit)
+// alone then paces the collector. Reading an artifact leaves almost no garbage (each
+// infer.request is decoded into reused memory and copied into the packed view), so the heap
+// is the view itself and the proportional collector would only rescan the growing view —
+// twice while a 1,000,000-request artifact is read, each a full scan of hundreds of MB of
+// pointer-dense requests — while the limit already bounds the heap. A heap that never reaches
+// the limit is never collected: a small artifact's analysis keeps its garbage until it exits.
+func analyzeGCOff() bool {
+	return os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == ""
 }
 
 // renderReport writes rep as "txt" (analyze.RenderText) or "json" (analyze.WriteJSON).
