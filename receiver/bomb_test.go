@@ -328,13 +328,17 @@ func TestMemoryLimiterBusy(t *testing.T) {
 
 // An export refused retryably before its body is read (here: every export
 // slot busy) keeps its connection when the body is small (at most
-// maxDrainBytes: drained, the retry reuses the connection); a larger one is
+// maxDrainBytes: drained, the retry reuses the connection); a larger one,
+// while maxLargeDrains large bodies are being drained already (a flood), is
 // answered 429 with Retry-After and Connection: close without being read,
 // and the next export opens a new connection.
 func TestRetryableRefusalLeavesLargeBodiesUnread(t *testing.T) {
 	r := startReceiver(t, Options{})
 	for i := 0; i < cap(r.slots); i++ {
 		r.slots <- struct{}{}
+	}
+	for i := 0; i < cap(r.drains); i++ {
+		r.drains <- struct{}{}
 	}
 	small := protoBody(t, vllmTraces(0, 40))  // about 24 kB
 	large := protoBody(t, vllmTraces(0, 600)) // about 360 kB
@@ -370,6 +374,49 @@ func TestRetryableRefusalLeavesLargeBodiesUnread(t *testing.T) {
 	}
 	if s := r.Stats(); s.ClosedUnread != 1 || s.Busy != 4 {
 		t.Fatalf("stats: closed_unread %d busy %d, want 1 and 4", s.ClosedUnread, s.Busy)
+	}
+}
+
+// A large export refused retryably while no other large body is being
+// drained (one exporter refused now and then, not a flood) is drained: the
+// answer keeps the connection and the retry reuses it.
+func TestRetryableRefusalDrainsALargeBodyOutsideAFlood(t *testing.T) {
+	r := startReceiver(t, Options{})
+	for i := 0; i < cap(r.slots); i++ {
+		r.slots <- struct{}{}
+	}
+	large := protoBody(t, vllmTraces(0, 600)) // about 360 kB
+	if len(large) <= maxDrainBytes || len(large) > maxLargeDrainBytes {
+		t.Fatalf("a body of %d bytes is not between %d and %d", len(large), maxDrainBytes, maxLargeDrainBytes)
+	}
+	client := &http.Client{Transport: &http.Transport{}}
+	var reused, closed []bool
+	for range 3 {
+		trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = append(reused, info.Reused) }}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodPost, tracesURL(r), bytes.NewReader(large))
+		req.Header.Set("Content-Type", "application/x-protobuf")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 429 {
+			t.Fatalf("status %d, want 429", resp.StatusCode)
+		}
+		closed = append(closed, resp.Close)
+	}
+	for i := 0; i < cap(r.slots); i++ {
+		<-r.slots
+	}
+	if want := []bool{false, true, true}; !slices.Equal(reused, want) {
+		t.Fatalf("connection reused: %v, want %v", reused, want)
+	}
+	if want := []bool{false, false, false}; !slices.Equal(closed, want) {
+		t.Fatalf("answer closed the connection: %v, want %v", closed, want)
+	}
+	if s := r.Stats(); s.ClosedUnread != 0 || len(r.drains) != 0 {
+		t.Fatalf("closed_unread %d, drains held %d; want 0 and 0", s.ClosedUnread, len(r.drains))
 	}
 }
 

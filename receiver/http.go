@@ -48,26 +48,41 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
-// maxDrainBytes is the longest body of a request refused retryably before
-// it was read that is read and discarded, so that the exporter's retry
-// reuses the connection: 64 KiB. A longer body (a 512-span vLLM export is
-// about 300 kB), or one of unknown length, is left unread and the answer
-// closes the connection (Connection: close): under a flood, reading the
-// bodies of refused exports would take the CPU the consumer needs (it took
-// a third of one core at 10× the receiver's capacity), while a new
-// connection per refusal costs a small fraction of that, and an exporter
-// that honours Retry-After opens at most one a second.
-const maxDrainBytes = 64 << 10
+// A body refused retryably before it was read is read and discarded, so that
+// the exporter's retry reuses the connection, when its Content-Length is at
+// most maxDrainBytes (64 KiB), or at most maxLargeDrainBytes (4 MiB, above
+// any vLLM batch: a 512-span export is about 300 kB) while fewer than
+// maxLargeDrains such large bodies are being drained at once. Otherwise
+// (a flood: many large refusals at once; or a body of unknown length) it is
+// left unread and the answer closes the connection (Connection: close):
+// reading every refused body under a flood took a third of the receiver's
+// core at 10× its capacity, which the consumer needs, while one exporter
+// refused now and then keeps its connection and gets a clean 429/503.
+const (
+	maxDrainBytes      = 64 << 10
+	maxLargeDrainBytes = 4 << 20
+	maxLargeDrains     = 2
+)
 
 // leaveUnread settles the unread body of a request refused retryably before
-// it was read: drained when its Content-Length is at most maxDrainBytes;
-// otherwise, on HTTP/1.x, the answer closes the connection without reading
-// it (counted in Stats.ClosedUnread). HTTP/2 needs neither: its server
-// resets the request's stream.
+// it was read: drained as the constants above say; otherwise, on HTTP/1.x,
+// the answer closes the connection without reading it (counted in
+// Stats.ClosedUnread). HTTP/2 needs neither: its server resets the
+// request's stream.
 func (r *Receiver) leaveUnread(w http.ResponseWriter, req *http.Request) {
-	if req.ContentLength >= 0 && req.ContentLength <= maxDrainBytes {
+	n := req.ContentLength
+	if n >= 0 && n <= maxDrainBytes {
 		_, _ = io.CopyN(io.Discard, req.Body, maxDrainBytes)
 		return
+	}
+	if n >= 0 && n <= maxLargeDrainBytes {
+		select {
+		case r.drains <- struct{}{}:
+			_, _ = io.CopyN(io.Discard, req.Body, maxLargeDrainBytes)
+			<-r.drains
+			return
+		default:
+		}
 	}
 	if req.ProtoMajor == 1 {
 		r.c.closedUnread.Add(1)

@@ -184,11 +184,12 @@ func (o *Options) setDefaults() {
 // RetryInfo). The HTTP server Listen starts also speaks unencrypted HTTP/2,
 // so a gRPC exporter pointed at the HTTP port is served too.
 type Receiver struct {
-	opts  Options
-	grpc  *grpc.Server
-	slots chan struct{}
-	mem   memLimiter
-	q     queue
+	opts   Options
+	grpc   *grpc.Server
+	slots  chan struct{}
+	drains chan struct{} // large refused bodies being drained now (leaveUnread)
+	mem    memLimiter
+	q      queue
 
 	stopping     atomic.Bool
 	abort        atomic.Bool
@@ -229,6 +230,7 @@ func New(opts Options) *Receiver {
 	r := &Receiver{
 		opts:         opts,
 		slots:        make(chan struct{}, opts.MaxConcurrentExports),
+		drains:       make(chan struct{}, maxLargeDrains),
 		consumerDone: make(chan struct{}),
 	}
 	r.mem.limit = opts.MemoryLimitBytes
