@@ -189,13 +189,8 @@ func (p *phase) runClosed(ctx context.Context) time.Time {
 	return p.start
 }
 
-// prestartDispatch is how many dispatch workers an open-loop phase starts before its first
-// arrival (at most MaxInFlight); the pool grows beyond it as needed.
-const prestartDispatch = 64
-
 // runOpen dispatches a fixed schedule at absolute target times, limited by MaxInFlight with
-// the overflow policy, then drains. It returns the window end. Each arrival is sent by a
-// worker of a dispatcher pool.
+// the overflow policy, then drains. It returns the window end.
 func (p *phase) runOpen(ctx context.Context, s *schedule.Schedule) time.Time {
 	cfg := p.r.cfg
 	_, dur := cfg.phaseCount(p.name)
@@ -212,11 +207,6 @@ func (p *phase) runOpen(ctx context.Context, s *schedule.Schedule) time.Time {
 		deadlineC = t.Chan()
 	}
 	var wg sync.WaitGroup
-	pool := newDispatcher(min(cfg.MaxInFlight, prestartDispatch), func(a *attempt) {
-		defer wg.Done()
-		defer func() { <-slots }()
-		p.send(ctx, a)
-	})
 	lastSend := p.start
 	for i, off := range s.Offsets {
 		if !cfg.Owns(0, i) {
@@ -239,9 +229,12 @@ func (p *phase) runOpen(ctx context.Context, s *schedule.Schedule) time.Time {
 		lastSend = p.r.clock.Now()
 		wg.Add(1)
 		p.r.callStarted() // counted from dispatch, so that no wait for running calls misses it
-		pool.dispatch(a)
+		go func(a *attempt) {
+			defer wg.Done()
+			defer func() { <-slots }()
+			p.send(ctx, a)
+		}(a)
 	}
-	pool.close()
 	if dur == 0 {
 		windowEnd = lastSend
 		p.deadline = windowEnd.Add(cfg.DrainTimeout)
