@@ -69,7 +69,7 @@ printf '{"model":"m","stream":true,"max_tokens":14,"messages":[{"role":"user","c
 run() {
   local c=$1 rate=$2 gap=$3 rep=$4 w=$out/$1-$2-$3-$4 line n
   case $c in
-  base | head)
+  base | head | ip-*) # ip-NAME: bench/results/bin/inferprobe-ip-NAME, built by hand
     rm -f "$w.jsonl"
     nice -n "$NICE" taskset -c 0 /usr/bin/time -f '%U %S %M' -o "$w.time" "$bin/inferprobe-$c" profile --base-url "$url" --model m \
       --arrival fixed-rate --rate "$rate" --duration "$DURATION" --input-tokens 16 --output-tokens 14 \
