@@ -14,7 +14,7 @@ import (
 // (a clockwork.FakeClock lets a test move time instead of sleeping). Response times are the
 // HTTP client's own and stay on the real clock, so with a fake clock the recorded latencies
 // and dispatch lags mean nothing. Call it before Run; the default is the real clock, on
-// which arrivals are dispatched by schedule.WaitUntil's sleep-then-spin pacer.
+// which arrivals are dispatched by schedule.WaitUntil's pacer (a timerfd wait on Linux).
 func (r *Runner) SetClock(c clockwork.Clock) { r.clock, r.realClock = c, false }
 
 // waitUntil blocks until the runner's clock reaches target, or ctx ends (its error).

@@ -6,16 +6,21 @@ import (
 	"time"
 )
 
-// Pacer timing. A Go timer shorter than 1 ms fires after about 1.07 ms on Linux, and a
-// longer one typically ~0.6 ms and at times more than 1 ms late (golang/go#53824: the
-// netpoller waits with millisecond resolution), so WaitUntil sleeps on a Go timer only until
-// TimerLead before its target. On Linux it then sleeps in nanosleep(2), which wakes
-// ~0.1 ms late here (the kernel's 50 µs timer slack plus wake-up latency), until SpinLead
-// before the target, and finally polls the clock. Elsewhere it polls from TimerLead on.
-// Both were chosen with BenchmarkWaitUntilLag (pacer_test.go), which reports lag
-// percentiles and CPU per wait for each setting: a shorter lead lets the sleeps' lateness
-// through as dispatch lag, a longer one burns more CPU (and, on a loaded machine, invites
-// preemption while spinning).
+// How WaitUntil waits. On Linux it arms a timerfd (CLOCK_MONOTONIC, TFD_TIMER_ABSTIME) at
+// the target and reads it through the runtime's netpoller (timerfdWait): the goroutine is
+// parked, no thread sleeps in a system call (a thread in nanosleep(2) kept the runtime's
+// monitor thread waking every 20 µs to take its P back) and nothing spins; the read's
+// deadline, also the target, wakes it when the process is too busy to poll the network.
+// Where no timerfd can be used (another OS, or timerfd_create or the netpoller refusing
+// one) it falls back to sleeping on a Go timer until TimerLead before the target — a Go
+// timer shorter than 1 ms fires after about 1.07 ms on Linux, and a longer one typically
+// ~0.6 ms and at times more than 1 ms late (golang/go#53824: the netpoller waits with
+// millisecond resolution) — then, on Linux, in nanosleep(2) (~0.1 ms late: the kernel's
+// 50 µs timer slack plus wake-up latency) until SpinLead before the target, and finally
+// polling the clock (elsewhere it polls from TimerLead on). BenchmarkWaitUntilLag
+// (pacer_test.go) reports lag percentiles and CPU per wait for the timerfd wait and for
+// fallback settings: a shorter lead lets the sleeps' lateness through as dispatch lag, a
+// longer one burns more CPU (and, on a loaded machine, invites preemption while spinning).
 const (
 	TimerLead = 1500 * time.Microsecond
 	SpinLead  = 250 * time.Microsecond
@@ -23,16 +28,29 @@ const (
 
 // WaitUntil blocks until target (an absolute time, e.g. phaseStart.Add(offset)) or until
 // ctx is done, whichever comes first. It returns ctx.Err() when ctx ended the wait (also
-// when ctx is already done on entry) and nil once the clock has reached target; a target in
-// the past returns at once. See TimerLead and SpinLead for how it waits: it typically
-// returns within microseconds after target, using up to about SpinLead of CPU per call
-// (TimerLead where nanosleep is unavailable); a cancellation that arrives during the
-// nanosleep phase is seen within about a millisecond. Measure the resulting dispatch lag (sent −
-// intended); never assume it.
+// when ctx is already done on entry, and when the cancellation and the target come
+// together) and nil once the clock has reached target; a target in the past returns at
+// once; it never returns before target. On Linux it waits on a timerfd (see TimerLead),
+// typically returning some µs after target with a few µs of CPU per call, and sees a
+// cancellation at once; the fallback returns within µs after target using up to about
+// SpinLead of CPU per call (TimerLead without nanosleep) and sees a cancellation within
+// about a millisecond. Measure the resulting dispatch lag (sent − intended); never assume it.
 func WaitUntil(ctx context.Context, target time.Time) error {
+	if cancelled(ctx.Done()) {
+		return ctx.Err()
+	}
+	if !time.Now().Before(target) {
+		return nil
+	}
+	if err, ok := timerfdWait(ctx, target); ok {
+		return err
+	}
 	return waitUntil(ctx, target, TimerLead, SpinLead)
 }
 
+// waitUntil is the fallback wait: a Go timer until timerLead before target, then (where
+// fineSleepSupported and spinLead < timerLead) nanosleep until spinLead before it, then a
+// Gosched spin on the clock.
 func waitUntil(ctx context.Context, target time.Time, timerLead, spinLead time.Duration) error {
 	done := ctx.Done()
 	if cancelled(done) {
