@@ -345,24 +345,7 @@ func TestRetryableRefusalLeavesLargeBodiesUnread(t *testing.T) {
 	if len(small) > maxDrainBytes || len(large) <= maxDrainBytes {
 		t.Fatalf("bodies of %d and %d bytes do not straddle %d", len(small), len(large), maxDrainBytes)
 	}
-	client := &http.Client{Transport: &http.Transport{}}
-	var reused []bool
-	var closed []bool
-	for _, body := range [][]byte{small, small, large, small} {
-		trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = append(reused, info.Reused) }}
-		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodPost, tracesURL(r), bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/x-protobuf")
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" {
-			t.Fatalf("status %d Retry-After %q, want 429 and 1", resp.StatusCode, resp.Header.Get("Retry-After"))
-		}
-		closed = append(closed, resp.Close)
-	}
+	reused, closed := postRefused(t, r, small, small, large, small)
 	for i := 0; i < cap(r.slots); i++ {
 		<-r.slots
 	}
@@ -389,23 +372,7 @@ func TestRetryableRefusalDrainsALargeBodyOutsideAFlood(t *testing.T) {
 	if len(large) <= maxDrainBytes || len(large) > maxLargeDrainBytes {
 		t.Fatalf("a body of %d bytes is not between %d and %d", len(large), maxDrainBytes, maxLargeDrainBytes)
 	}
-	client := &http.Client{Transport: &http.Transport{}}
-	var reused, closed []bool
-	for range 3 {
-		trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = append(reused, info.Reused) }}
-		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodPost, tracesURL(r), bytes.NewReader(large))
-		req.Header.Set("Content-Type", "application/x-protobuf")
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 429 {
-			t.Fatalf("status %d, want 429", resp.StatusCode)
-		}
-		closed = append(closed, resp.Close)
-	}
+	reused, closed := postRefused(t, r, large, large, large)
 	for i := 0; i < cap(r.slots); i++ {
 		<-r.slots
 	}
@@ -495,4 +462,29 @@ func TestGRPCQueueFullRefusesBeforeDecoding(t *testing.T) {
 	if s := r.Stats(); s.QueueFull != 1 || s.BadRequests != 0 {
 		t.Fatalf("stats: queue_full %d bad_requests %d, want 1 and 0", s.QueueFull, s.BadRequests)
 	}
+}
+
+// postRefused posts each body in turn on one client to r, whose export
+// slots the caller holds, and asserts each is refused 429 with Retry-After
+// 1; it returns per post whether the connection was reused and whether the
+// answer closed it.
+func postRefused(t *testing.T, r *Receiver, bodies ...[]byte) (reused, closed []bool) {
+	t.Helper()
+	client := &http.Client{Transport: &http.Transport{}}
+	for _, body := range bodies {
+		trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = append(reused, info.Reused) }}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodPost, tracesURL(r), bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-protobuf")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" {
+			t.Fatalf("status %d Retry-After %q, want 429 and 1", resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+		closed = append(closed, resp.Close)
+	}
+	return reused, closed
 }
