@@ -1,10 +1,6 @@
 package analyze
 
 import (
-	"encoding/json"
-	"reflect"
-	"strconv"
-
 	"github.com/inferprobe/inferprobe/artifact"
 )
 
@@ -83,37 +79,15 @@ func requestValue(key string, r *Request) artifact.MetricValue {
 	return artifact.MetricValue{Reason: artifact.UnknownClientMetricKey}
 }
 
-// spanValue reads a span attribute in seconds as ms. A missing or non-numeric attribute
-// (string, bool, …) is span_attribute_missing:<attr>; NaN/±Inf is non_finite_value.
+// spanValue reads a span latency attribute (seconds) as ms, by artifact.SpanLatencySeconds:
+// an absent or non-numeric attribute is span_attribute_missing:<attr>; NaN/±Inf is
+// non_finite_value, a negative value negative_value, one over 7 days out_of_range_value.
 func spanValue(attrs map[string]any, attr string) artifact.MetricValue {
-	seconds, ok := numberOf(attrs[attr])
-	if !ok {
-		return artifact.MetricValue{Reason: "span_attribute_missing:" + attr}
+	seconds, reason := artifact.SpanLatencySeconds(attrs, attr)
+	if reason != "" {
+		return artifact.MetricValue{Reason: reason}
 	}
 	return artifact.MetricValue{Ms: seconds * 1000, OK: true}
-}
-
-// numberOf accepts JSON-decoded numbers (float64, json.Number, Go integer types); booleans,
-// strings and anything else are not numbers.
-func numberOf(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case float32:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case json.Number:
-		f, err := strconv.ParseFloat(string(x), 64)
-		return f, err == nil
-	}
-	// Named float types (e.g. a record package's Float).
-	if rv := reflect.ValueOf(v); rv.IsValid() && (rv.Kind() == reflect.Float64 || rv.Kind() == reflect.Float32) {
-		return rv.Float(), true
-	}
-	return 0, false
 }
 
 // judgeValue applies one limit to one value (pass ⇔ value ≤ max, inclusive).

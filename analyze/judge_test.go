@@ -59,6 +59,8 @@ func TestJudgeRequest(t *testing.T) {
 		{"span attribute string", []string{"server.queue:100"}, okReq(0, pf(1), func(r *Request) { r.Span = map[string]any{"gen_ai.latency.time_in_queue": "0.1"} }), OutcomeUnknown, "server.queue", OutcomeUnknown, "span_attribute_missing:gen_ai.latency.time_in_queue", 0, false},
 		{"span attribute bool", []string{"server.queue:100"}, okReq(0, pf(1), func(r *Request) { r.Span = map[string]any{"gen_ai.latency.time_in_queue": true} }), OutcomeUnknown, "server.queue", OutcomeUnknown, "span_attribute_missing:gen_ai.latency.time_in_queue", 0, false},
 		{"span attribute NaN", []string{"server.queue:100"}, okReq(0, pf(1), func(r *Request) { r.Span = map[string]any{"gen_ai.latency.time_in_queue": math.NaN()} }), OutcomeUnknown, "server.queue", OutcomeUnknown, "non_finite_value", 0, false},
+		{"span attribute negative", []string{"server.queue:100"}, okReq(0, pf(1), func(r *Request) { r.Span = map[string]any{"gen_ai.latency.time_in_queue": -5.0} }), OutcomeUnknown, "server.queue", OutcomeUnknown, "negative_value", 0, false},
+		{"span attribute 1e308", []string{"server.e2e:100"}, okReq(0, pf(1), func(r *Request) { r.Span = map[string]any{"gen_ai.latency.e2e": 1e308} }), OutcomeUnknown, "server.e2e", OutcomeUnknown, "out_of_range_value", 0, false},
 		{"quarantined span", []string{"server.ttft:100"}, okReq(0, pf(1), func(r *Request) { r.SpanMissingReason = "conflicting_spans" }), OutcomeUnknown, "server.ttft", OutcomeUnknown, "conflicting_spans", 0, false},
 		{"aggregate only", []string{"server.itl:50"}, okReq(0, pf(1)), OutcomeUnknown, "server.itl", OutcomeUnknown, "aggregate_only", 0, false},
 	}

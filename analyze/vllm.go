@@ -201,7 +201,8 @@ func serverEvidence(jr join.Result) *ServerEvidence {
 
 // caseSpans summarises the spans of one case's requests (those with an x_request_id): how
 // many have a joined span, how many were quarantined, and each SpanLatencyAttributes value
-// of the joined spans (finite numbers only, seconds → ms).
+// of the joined spans (seconds → ms; only the values artifact.SpanLatencySeconds accepts:
+// finite, ≥ 0, at most 7 days).
 func caseSpans(list []Request, jr join.Result) *CaseSpans {
 	cs := &CaseSpans{Latency: map[string]SpanLatency{}, Note: spanNote}
 	byAttr := map[string][]float64{}
@@ -221,7 +222,7 @@ func caseSpans(list []Request, jr join.Result) *CaseSpans {
 		}
 		cs.RequestsWithSpan++
 		for _, k := range SpanLatencyAttributes {
-			if v, ok := finiteNumber(attrs[k]); ok {
+			if v, reason := artifact.SpanLatencySeconds(attrs, k); reason == "" {
 				byAttr[k] = append(byAttr[k], v*1000)
 			}
 		}

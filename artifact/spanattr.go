@@ -1,5 +1,12 @@
 package artifact
 
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"strconv"
+)
+
 // vLLM's per-request span and its attributes, as vLLM's tracing module
 // (SpanAttributes) and its V1 output processor write them: the one
 // definition that the simulated engine emits and the receiver, join,
@@ -27,3 +34,56 @@ const (
 	AttrTemperature          = "gen_ai.request.temperature"
 	AttrN                    = "gen_ai.request.n"
 )
+
+// MaxSpanLatencySeconds is the largest latency attribute a span may carry: 7 days, the
+// longest window a run may have.
+const MaxSpanLatencySeconds = 7 * 24 * 3600
+
+// Reasons a span latency attribute is not used (SpanLatencySeconds).
+const (
+	ReasonNonFiniteValue   = "non_finite_value"
+	ReasonNegativeValue    = "negative_value"
+	ReasonOutOfRangeValue  = "out_of_range_value"
+	reasonSpanAttrMissingP = "span_attribute_missing:"
+)
+
+// SpanLatencySeconds reads the latency attribute key (seconds) of a vLLM span's attributes:
+// the one rule the analysis, the SLO judgement and the live exporter apply. It returns the
+// value and "" when the attribute is a number (float64, int64, int, json.Number, or the
+// strings "NaN", "+Inf", "-Inf" of a non-finite float) that is finite, ≥ 0 and at most
+// MaxSpanLatencySeconds; otherwise 0 and the reason: "span_attribute_missing:<key>" (absent,
+// or not a number: another string, a bool, null), ReasonNonFiniteValue, ReasonNegativeValue
+// or ReasonOutOfRangeValue. A value outside those bounds comes from a broken or hostile
+// exporter; using it would turn a percentile or a sum into nonsense (or +Inf).
+func SpanLatencySeconds(attrs map[string]any, key string) (float64, string) {
+	var f float64
+	switch v := attrs[key].(type) {
+	case float64:
+		f = v
+	case int64:
+		f = float64(v)
+	case int:
+		f = float64(v)
+	case json.Number:
+		var err error
+		if f, err = strconv.ParseFloat(string(v), 64); err != nil && !errors.Is(err, strconv.ErrRange) {
+			return 0, reasonSpanAttrMissingP + key
+		}
+	case string:
+		var ok bool
+		if f, ok = parseNonFinite(v); !ok {
+			return 0, reasonSpanAttrMissingP + key
+		}
+	default:
+		return 0, reasonSpanAttrMissingP + key
+	}
+	switch {
+	case math.IsNaN(f) || math.IsInf(f, 0):
+		return 0, ReasonNonFiniteValue
+	case f < 0:
+		return 0, ReasonNegativeValue
+	case f > MaxSpanLatencySeconds:
+		return 0, ReasonOutOfRangeValue
+	}
+	return f, ""
+}

@@ -171,10 +171,9 @@ func (r *Run) observeServer() {
 		if !ok {
 			continue
 		}
-		span := artifact.VLLMSpan{Attributes: attrs}
 		ex := exemplar(ref.traceID, &x, &ref.requestID)
 		for _, m := range serverAttrs {
-			if v, ok := span.Float(m.attr); ok && v >= 0 {
+			if v, reason := artifact.SpanLatencySeconds(attrs, m.attr); reason == "" {
 				r.e.observeKey(m.key, r.l, ref.caseID, v, ex)
 			}
 		}
