@@ -123,7 +123,9 @@ type wireContext struct {
 // DecodeVLLMSpanContext decodes one infer.vllm_span_context v1 line. The
 // context_id must be a non-empty string of at most 128 bytes; resource and
 // scope are objects (or null) read with DecodeVLLMSpan's exact-number rules;
-// attribute_keys an array of distinct strings (absent or null: none).
+// attribute_keys an array of sorted, distinct strings (absent or null: none). The line must
+// be as the Writer wrote it, its context_id the ContextIDOf what follows it (checkContextID):
+// an edited or reformatted context line is an error.
 // Unknown fields are ignored. Errors name the field.
 func DecodeVLLMSpanContext(line []byte) (*VLLMSpanContext, error) {
 	var w wireContext
@@ -145,14 +147,31 @@ func DecodeVLLMSpanContext(line []byte) (*VLLMSpanContext, error) {
 	if c.Scope, err = jsonObject(w.Scope); err != nil {
 		return nil, fmt.Errorf("artifact: %s %q: scope: %w", EventVLLMSpanContext, c.ID, err)
 	}
-	seen := make(map[string]bool, len(c.AttributeKeys))
-	for _, k := range c.AttributeKeys {
-		if seen[k] {
-			return nil, fmt.Errorf("artifact: %s %q: attribute key %q twice", EventVLLMSpanContext, c.ID, truncateText(k, 40))
+	for i, k := range c.AttributeKeys {
+		if i > 0 && k <= c.AttributeKeys[i-1] {
+			return nil, fmt.Errorf("artifact: %s %q: attribute_keys are not sorted and distinct at %q", EventVLLMSpanContext, c.ID, truncateText(k, 40))
 		}
-		seen[k] = true
+	}
+	if err := checkContextID(line, c.ID); err != nil {
+		return nil, err
 	}
 	return c, nil
+}
+
+// checkContextID checks that line is a context line as the Writer writes it (contextLine:
+// the fixed prefix, the context_id, the body, "}") and that its id is ContextIDOf the body,
+// so that a line changed after it was written (an edited attribute key would silently move
+// every span's values to other attributes) is an error rather than wrong numbers.
+func checkContextID(line []byte, id string) error {
+	line = bytes.TrimRight(line, " \t\r\n")
+	prefix := appendString([]byte(`{"event_type":"`+EventVLLMSpanContext+`","schema_version":1,"context_id":`), id)
+	if !bytes.HasPrefix(line, prefix) || len(line) == len(prefix) || line[len(line)-1] != '}' {
+		return fmt.Errorf("artifact: %s %q: not in the form inferprobe writes (event_type, schema_version, context_id first, compact): a context line is checked against its id and cannot be rewritten", EventVLLMSpanContext, id)
+	}
+	if body := line[len(prefix) : len(line)-1]; ContextIDOf(body) != id {
+		return fmt.Errorf("artifact: %s %q: context_id does not match the line's content (the first 16 hex digits of the SHA-256 of what follows it): the line was changed after it was written", EventVLLMSpanContext, id)
+	}
+	return nil
 }
 
 // SpanContexts resolves the infer.vllm_span v2 lines of one artifact file

@@ -255,8 +255,9 @@ func TestSpanContextsAcrossFiles(t *testing.T) {
 	}
 }
 
-// A span naming a context the file has not defined (yet), a context defined twice with
-// different content, and malformed lines are errors naming the line, never a panic.
+// A span naming a context the file has not defined (yet), a context line whose id is not
+// its content's (edited, or reformatted), unsorted attribute keys, and malformed lines are
+// errors naming the line, never a panic.
 func TestSpanContextErrors(t *testing.T) {
 	in := spanSet(1)
 	path := filepath.Join(t.TempDir(), "a.jsonl")
@@ -271,12 +272,15 @@ func TestSpanContextErrors(t *testing.T) {
 		is          error
 		line        int
 	}{
-		"span before its context": {spanLine + ctxLine, "context", ErrUnknownSpanContext, 1},
-		"unknown id":              {ctxLine + strings.Replace(spanLine, id, "feedfeedfeedfeed", 1), "context", ErrUnknownSpanContext, 2},
-		"no context field":        {strings.Replace(spanLine, `"context":"`+id+`",`, "", 1), "context", nil, 1},
-		"redefined":               {ctxLine + other, "context_id", nil, 2},
-		"context id missing":      {`{"event_type":"infer.vllm_span_context","schema_version":1,"resource":{}}` + "\n", "", nil, 1},
-		"context bad resource":    {`{"event_type":"infer.vllm_span_context","schema_version":1,"context_id":"x","resource":[1]}` + "\n", "", nil, 1},
+		"span before its context":           {spanLine + ctxLine, "context", ErrUnknownSpanContext, 1},
+		"unknown id":                        {ctxLine + strings.Replace(spanLine, id, "feedfeedfeedfeed", 1), "context", ErrUnknownSpanContext, 2},
+		"no context field":                  {strings.Replace(spanLine, `"context":"`+id+`",`, "", 1), "context", nil, 1},
+		"redefined (id not of its content)": {ctxLine + other, "", nil, 2},
+		"edited session":                    {strings.Replace(ctxLine, `"session_id":"`, `"session_id":"x`, 1) + spanLine, "", nil, 1},
+		"keys unsorted":                     {strings.Replace(ctxLine, `"attribute_keys":[`, `"attribute_keys":["zzz",`, 1) + spanLine, "", nil, 1},
+		"reformatted":                       {strings.Replace(ctxLine, `"context_id":`, `"context_id": `, 1) + spanLine, "", nil, 1},
+		"context id missing":                {`{"event_type":"infer.vllm_span_context","schema_version":1,"resource":{}}` + "\n", "", nil, 1},
+		"context bad resource":              {`{"event_type":"infer.vllm_span_context","schema_version":1,"context_id":"x","resource":[1]}` + "\n", "", nil, 1},
 	}
 	for name, c := range cases {
 		p := filepath.Join(t.TempDir(), "bad.jsonl")
