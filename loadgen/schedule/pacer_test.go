@@ -11,7 +11,9 @@ import (
 
 func TestWaitUntilReturnsAfterTarget(t *testing.T) {
 	ctx := context.Background()
-	for _, ahead := range []time.Duration{-time.Second, 0, 200 * time.Microsecond, 3 * time.Millisecond} {
+	// The last two are longer than IdleWakeThreshold: the timerfd until IdleWakeLead before, then the spin.
+	for _, ahead := range []time.Duration{-time.Second, 0, 200 * time.Microsecond, 3 * time.Millisecond,
+		IdleWakeThreshold + time.Millisecond, 3 * IdleWakeThreshold} {
 		target := time.Now().Add(ahead)
 		if err := WaitUntil(ctx, target); err != nil {
 			t.Fatal(err)
@@ -35,6 +37,12 @@ func TestWaitUntilContext(t *testing.T) {
 	target := time.Now().Add(time.Hour)
 	if err := WaitUntil(ctx, target); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled while sleeping: err = %v", err)
+	}
+	// Cancelled in the spin after an idle wake-up (spinUntil).
+	ctx, cancel = context.WithCancel(context.Background())
+	go func() { time.Sleep(100 * time.Microsecond); cancel() }()
+	if err := spinUntil(ctx, ctx.Done(), time.Now().Add(time.Hour)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled in spinUntil: err = %v", err)
 	}
 	// Cancelled during the spin phase: the whole wait is inside the spin window.
 	ctx, cancel = context.WithCancel(context.Background())
