@@ -158,7 +158,7 @@ func (a *ClientAudit) judge() {
 		a.Reasons = append(a.Reasons, fmt.Sprintf("dispatched at %.1f%% of the scheduled rate (under %.1f%%)", 100**a.AchievedOverScheduled, 100*ClientRateFloor))
 	}
 	if a.HeldForSlot > 0 {
-		a.Reasons = append(a.Reasons, fmt.Sprintf("%d arrivals waited for an in-flight slot (--max-in-flight)", a.HeldForSlot))
+		a.Reasons = append(a.Reasons, fmt.Sprintf("%d arrivals waited for an in-flight slot (every --max-in-flight slot busy: raise it, or --overflow drop)", a.HeldForSlot))
 	}
 	if a.Dropped > 0 {
 		a.Reasons = append(a.Reasons, fmt.Sprintf("%d arrivals dropped", a.Dropped))

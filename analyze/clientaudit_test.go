@@ -68,7 +68,7 @@ func TestClientAuditLimited(t *testing.T) {
 		t.Fatalf("audit %+v", a)
 	}
 	want := []string{"dispatch lag p99 8 ms over the 1 ms bound", "dispatched at 86.2% of the scheduled rate (under 99.5%)",
-		"1 arrivals waited for an in-flight slot (--max-in-flight)", "1 arrivals dropped", "client CPU at 95% of its 2 CPUs"}
+		"1 arrivals waited for an in-flight slot (every --max-in-flight slot busy: raise it, or --overflow drop)", "1 arrivals dropped", "client CPU at 95% of its 2 CPUs"}
 	if strings.Join(a.Reasons, "|") != strings.Join(want, "|") {
 		t.Fatalf("reasons %q", a.Reasons)
 	}

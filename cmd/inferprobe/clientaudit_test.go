@@ -24,7 +24,7 @@ func TestProfileClientLimitedExit(t *testing.T) {
 	out := filepath.Join(dir, "limited.jsonl")
 	code, stdout, stderr := runCLI(t, args(out, "--allow-client-limited=false")...)
 	if code != exitClientLimited || !strings.Contains(stderr, "Client-limited: the load generator, not the server, shaped the numbers of fixed200_in16_out8") ||
-		!strings.Contains(stdout, "CLIENT-LIMITED: ") || !strings.Contains(stdout, "arrivals waited for an in-flight slot (--max-in-flight)") {
+		!strings.Contains(stdout, "CLIENT-LIMITED: ") || !strings.Contains(stdout, "arrivals waited for an in-flight slot (every --max-in-flight slot busy: raise it, or --overflow drop)") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	health := phaseHealth(t, out)
