@@ -70,7 +70,7 @@ func spanRecords(a *artifact.Artifact) ([]artifact.VLLMSpan, error) {
 		}
 		rec, err := artifact.DecodeVLLMSpanRaw(a.Others[i])
 		if err != nil {
-			return nil, fmt.Errorf("%w: infer.vllm_span: %w", artifact.ErrInvalidArtifact, err)
+			return nil, fmt.Errorf("%w: span %d of the artifact: %w", artifact.ErrInvalidArtifact, len(out)+1, err)
 		}
 		out = append(out, rec)
 	}
