@@ -1,11 +1,6 @@
 package artifact
 
-import (
-	"encoding/json"
-	"errors"
-	"math"
-	"strconv"
-)
+import "math"
 
 // vLLM's per-request span and its attributes, as vLLM's tracing module
 // (SpanAttributes) and its V1 output processor write them: the one
@@ -49,32 +44,14 @@ const (
 
 // SpanLatencySeconds reads the latency attribute key (seconds) of a vLLM span's attributes:
 // the one rule the analysis, the SLO judgement and the live exporter apply. It returns the
-// value and "" when the attribute is a number (float64, int64, int, json.Number, or the
-// strings "NaN", "+Inf", "-Inf" of a non-finite float) that is finite, ≥ 0 and at most
+// value and "" when the attribute is a number (as VLLMSpan.Float reads it) that is finite, ≥ 0 and at most
 // MaxSpanLatencySeconds; otherwise 0 and the reason: "span_attribute_missing:<key>" (absent,
 // or not a number: another string, a bool, null), ReasonNonFiniteValue, ReasonNegativeValue
 // or ReasonOutOfRangeValue. A value outside those bounds comes from a broken or hostile
 // exporter; using it would turn a percentile or a sum into nonsense (or +Inf).
 func SpanLatencySeconds(attrs map[string]any, key string) (float64, string) {
-	var f float64
-	switch v := attrs[key].(type) {
-	case float64:
-		f = v
-	case int64:
-		f = float64(v)
-	case int:
-		f = float64(v)
-	case json.Number:
-		var err error
-		if f, err = strconv.ParseFloat(string(v), 64); err != nil && !errors.Is(err, strconv.ErrRange) {
-			return 0, reasonSpanAttrMissingP + key
-		}
-	case string:
-		var ok bool
-		if f, ok = parseNonFinite(v); !ok {
-			return 0, reasonSpanAttrMissingP + key
-		}
-	default:
+	f, ok := attrFloat(attrs[key])
+	if !ok {
 		return 0, reasonSpanAttrMissingP + key
 	}
 	switch {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -145,15 +146,22 @@ func (r *VLLMSpan) Int(key string) (int64, bool) {
 // Float returns the numeric attribute key as a float64 (an int64 is
 // converted; the strings "NaN", "+Inf", "-Inf" read as those values). Use it
 // for the gen_ai.latency.* attributes (seconds).
-func (r *VLLMSpan) Float(key string) (float64, bool) {
-	switch v := r.Attributes[key].(type) {
+func (r *VLLMSpan) Float(key string) (float64, bool) { return attrFloat(r.Attributes[key]) }
+
+// attrFloat reads a decoded attribute value as a number: float64, int64, int, json.Number
+// (one past float64's range is ±Inf), or the strings "NaN", "+Inf", "-Inf" of a non-finite
+// float; anything else (another string, a bool, nil) is not a number.
+func attrFloat(v any) (float64, bool) {
+	switch v := v.(type) {
 	case float64:
 		return v, true
 	case int64:
 		return float64(v), true
+	case int:
+		return float64(v), true
 	case json.Number:
 		f, err := strconv.ParseFloat(string(v), 64)
-		return f, err == nil
+		return f, err == nil || errors.Is(err, strconv.ErrRange)
 	case string:
 		return parseNonFinite(v)
 	}

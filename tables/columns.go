@@ -116,14 +116,14 @@ func e2e(in *rowInput) (float64, bool) {
 	return mv.Ms / 1000, mv.OK && finite(mv.Ms)
 }
 
-// spanSeconds is a finite gen_ai.latency.* attribute (seconds) of a completed request's
-// joined span.
+// spanSeconds is a gen_ai.latency.* attribute (seconds) of a completed request's joined
+// span, when artifact.SpanLatencySeconds accepts it (finite, ≥ 0, at most 7 days).
 func spanSeconds(in *rowInput, key string) (float64, bool) {
 	if !in.completed || in.span == nil {
 		return 0, false
 	}
-	v, ok := in.span.Float(key)
-	return v, ok && finite(v)
+	v, reason := artifact.SpanLatencySeconds(in.span.Attributes, key)
+	return v, reason == ""
 }
 
 func queue(in *rowInput) (float64, bool)   { return spanSeconds(in, artifact.AttrTimeInQueue) }

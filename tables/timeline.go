@@ -199,8 +199,8 @@ func serverEvents(s *artifact.VLLMSpan, tid int) []event {
 	var phases []event
 	for _, ph := range []struct{ name, attr string }{{"decode", artifact.AttrTimeInModelDecode},
 		{"prefill", artifact.AttrTimeInModelPrefill}, {"queue", artifact.AttrTimeInQueue}} {
-		v, ok := s.Float(ph.attr)
-		if !ok || !finite(v) || v < 0 || v > maxOffsetMS/1e3 {
+		v, reason := artifact.SpanLatencySeconds(s.Attributes, ph.attr)
+		if reason != "" || v > maxOffsetMS/1e3 {
 			break
 		}
 		d := int64(v * 1e9)
