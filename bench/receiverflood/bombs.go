@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -95,24 +94,14 @@ func runBombs(cfg config) error {
 }
 
 func sendBomb(client *http.Client, url string, b bomb) (int, error) {
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(b.body))
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Content-Type", "application/x-protobuf")
+	contentType, encoding := "application/x-protobuf", ""
 	if b.json {
-		req.Header.Set("Content-Type", "application/json")
+		contentType = "application/json"
 	}
 	if b.gz {
-		req.Header.Set("Content-Encoding", "gzip")
+		encoding = "gzip"
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode, nil
+	return post(client, url, b.body, contentType, encoding)
 }
 
 func gzipBytes(b []byte) []byte {

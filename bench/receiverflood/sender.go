@@ -28,11 +28,20 @@ func httpSender(client *http.Client, url string, b []byte) sender {
 }
 
 func send(client *http.Client, url string, b []byte) (int, error) {
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
+	return post(client, url, b, "application/x-protobuf", "")
+}
+
+// post sends body to url with the content type (and content encoding, unless ""), reads and
+// drops the answer's body and returns its status code.
+func post(client *http.Client, url string, body []byte, contentType, encoding string) (int, error) {
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return 0, err
 	}
-	req.Header.Set("Content-Type", "application/x-protobuf")
+	req.Header.Set("Content-Type", contentType)
+	if encoding != "" {
+		req.Header.Set("Content-Encoding", encoding)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return 0, err
