@@ -18,13 +18,19 @@ const (
 	// ClientCPUCeiling is the process CPU utilisation (of its CPUs) at which the client is
 	// saturated: its own queueing then enters every latency it measures.
 	ClientCPUCeiling = 0.95
+	// ClientLateFloor is the fewest arrivals dispatched later than the dispatch-lag bound
+	// that can make a p99 over the bound a reason: in a short run (under 100 arrivals the
+	// p99 is interpolated between the two largest lags) one late wake-up alone would
+	// otherwise flag it, and one late dispatch shapes one request, not the run.
+	ClientLateFloor = 2
 )
 
 // ClientAudit is a case's self-audit: the load generator's own health over the measured
 // phase and whether it shaped the numbers.
 //
 //   - DispatchLagP99Ms: the p99 (Quantile) of the finite dispatch lags of the open-loop
-//     requests (ms; null for closed loops), against DispatchLagBoundMs (ScheduleLagBoundMs).
+//     requests (ms; null for closed loops), against DispatchLagBoundMs (ScheduleLagBoundMs);
+//     DispatchLagOverBound counts those lags over the bound.
 //   - ScheduledRatePerSecond = (n−1)/(last intended − first intended) over every scheduled
 //     arrival (dropped included); AchievedRatePerSecond = (m−1)/(last dispatch − first
 //     dispatch) over the m arrivals sent (dispatch = intended + dispatch lag);
@@ -34,7 +40,8 @@ const (
 //     phase wall seconds; ReceiveStampCoverage = stamped reads / reads. Null without the
 //     phase's client_health (older artifacts) or without reads.
 //
-// ClientLimited is true when any of Reasons holds: dispatch lag p99 over its bound,
+// ClientLimited is true when any of Reasons holds: dispatch lag p99 over its bound with at
+// least ClientLateFloor arrivals over it,
 // achieved under ClientRateFloor of the schedule, arrivals that waited for an in-flight
 // slot or were dropped (the client's concurrency cap shaped the arrivals), or CPU
 // utilisation at or over ClientCPUCeiling.
@@ -43,6 +50,7 @@ type ClientAudit struct {
 	Reasons                []string `json:"reasons"`
 	DispatchLagP99Ms       *float64 `json:"dispatch_lag_p99_ms"`
 	DispatchLagBoundMs     float64  `json:"dispatch_lag_bound_ms"`
+	DispatchLagOverBound   int      `json:"dispatch_lag_over_bound"`
 	ScheduledRatePerSecond *float64 `json:"scheduled_rate_per_second"`
 	AchievedRatePerSecond  *float64 `json:"achieved_rate_per_second"`
 	AchievedOverScheduled  *float64 `json:"achieved_over_scheduled"`
@@ -88,6 +96,9 @@ func (a *ClientAudit) scheduleFrom(requests []Request) {
 			continue
 		}
 		lags = append(lags, *r.DispatchLagMS)
+		if *r.DispatchLagMS > a.DispatchLagBoundMs {
+			a.DispatchLagOverBound++
+		}
 		dispatched.add(float64(*r.IntendedAtNS) + *r.DispatchLagMS*1e6)
 	}
 	sort.Float64s(lags)
@@ -151,17 +162,18 @@ func (a *ClientAudit) healthFrom(h *artifact.ClientHealth, w *artifact.PhaseWind
 
 // judge sets ClientLimited and its reasons.
 func (a *ClientAudit) judge() {
-	if a.DispatchLagP99Ms != nil && *a.DispatchLagP99Ms > a.DispatchLagBoundMs {
-		a.Reasons = append(a.Reasons, fmt.Sprintf("dispatch lag p99 %s ms over the %s ms bound", FormatMs(*a.DispatchLagP99Ms), FormatMs(a.DispatchLagBoundMs)))
+	if a.DispatchLagP99Ms != nil && *a.DispatchLagP99Ms > a.DispatchLagBoundMs && a.DispatchLagOverBound >= ClientLateFloor {
+		a.Reasons = append(a.Reasons, fmt.Sprintf("dispatch lag p99 %s ms over the %s ms bound (%d arrivals over it)",
+			FormatMs(*a.DispatchLagP99Ms), FormatMs(a.DispatchLagBoundMs), a.DispatchLagOverBound))
 	}
 	if a.AchievedOverScheduled != nil && *a.AchievedOverScheduled < ClientRateFloor {
 		a.Reasons = append(a.Reasons, fmt.Sprintf("dispatched at %.1f%% of the scheduled rate (under %.1f%%)", 100**a.AchievedOverScheduled, 100*ClientRateFloor))
 	}
 	if a.HeldForSlot > 0 {
-		a.Reasons = append(a.Reasons, fmt.Sprintf("%d arrivals waited for an in-flight slot (every --max-in-flight slot busy: raise it, or --overflow drop)", a.HeldForSlot))
+		a.Reasons = append(a.Reasons, fmt.Sprintf("%d %s for an in-flight slot (every --max-in-flight slot busy: raise it, or --overflow drop)", a.HeldForSlot, plural(a.HeldForSlot, "arrival waited", "arrivals waited")))
 	}
 	if a.Dropped > 0 {
-		a.Reasons = append(a.Reasons, fmt.Sprintf("%d arrivals dropped", a.Dropped))
+		a.Reasons = append(a.Reasons, fmt.Sprintf("%d %s dropped", a.Dropped, plural(a.Dropped, "arrival", "arrivals")))
 	}
 	if a.CPUUtilization != nil && a.CPUs != nil && *a.CPUUtilization >= ClientCPUCeiling {
 		a.Reasons = append(a.Reasons, fmt.Sprintf("client CPU at %.0f%% of its %d CPUs", 100**a.CPUUtilization, *a.CPUs))
@@ -173,12 +185,16 @@ func (a *ClientAudit) judge() {
 // loop's schedule figures or the phase's client health) and, for a client-limited case, a
 // line with every reason, e.g.
 //
-//	client: dispatch lag p99 0.21 ms (bound 1 ms), 100.0% of the scheduled rate, CPU 23% of 2 CPUs, GC pauses 0.4 ms, receive stamps 100.0%
-//	CLIENT-LIMITED: dispatch lag p99 3.1 ms over the 1 ms bound
+//	client: dispatch lag p99 3.1 ms (bound 1 ms, 4 over it), 100.0% of the scheduled rate, CPU 23% of 2 CPUs, GC pauses 0.4 ms, receive stamps 100.0%
+//	CLIENT-LIMITED: dispatch lag p99 3.1 ms over the 1 ms bound (4 arrivals over it)
 func clientLines(a ClientAudit) []string {
 	var parts []string
 	if a.DispatchLagP99Ms != nil {
-		parts = append(parts, fmt.Sprintf("dispatch lag p99 %s ms (bound %s ms)", FormatMs(*a.DispatchLagP99Ms), FormatMs(a.DispatchLagBoundMs)))
+		over := ""
+		if a.DispatchLagOverBound > 0 {
+			over = fmt.Sprintf(", %d over it", a.DispatchLagOverBound)
+		}
+		parts = append(parts, fmt.Sprintf("dispatch lag p99 %s ms (bound %s ms%s)", FormatMs(*a.DispatchLagP99Ms), FormatMs(a.DispatchLagBoundMs), over))
 	}
 	if a.AchievedOverScheduled != nil {
 		parts = append(parts, fmt.Sprintf("%.1f%% of the scheduled rate", 100**a.AchievedOverScheduled))
