@@ -46,12 +46,16 @@ type CaseSpans struct {
 	Note                string                 `json:"note"`
 }
 
-// SpanLatency is n / p50 / p95 / mean of one span attribute over a case's joined spans, in ms.
+// SpanLatency is n / p50 / p95 / mean of one span attribute over a case's joined spans, in
+// ms, and LeftOut: how many joined spans gave no usable value, by artifact.SpanLatencySeconds'
+// reason (span_attribute_missing:<attr>, non_finite_value, negative_value,
+// out_of_range_value); empty when every joined span gave one.
 type SpanLatency struct {
-	N      int      `json:"n"`
-	P50Ms  *float64 `json:"p50_ms"`
-	P95Ms  *float64 `json:"p95_ms"`
-	MeanMs *float64 `json:"mean_ms"`
+	N       int            `json:"n"`
+	P50Ms   *float64       `json:"p50_ms"`
+	P95Ms   *float64       `json:"p95_ms"`
+	MeanMs  *float64       `json:"mean_ms"`
+	LeftOut map[string]int `json:"left_out"`
 }
 
 // vllmResult is what the vLLM analysis adds to a report.
@@ -206,6 +210,7 @@ func serverEvidence(jr join.Result) *ServerEvidence {
 func caseSpans(list []Request, jr join.Result) *CaseSpans {
 	cs := &CaseSpans{Latency: map[string]SpanLatency{}, Note: spanNote}
 	byAttr := map[string][]float64{}
+	leftOut := map[string]map[string]int{}
 	for i := range list {
 		x := list[i].XRequestID
 		if x == nil {
@@ -222,13 +227,24 @@ func caseSpans(list []Request, jr join.Result) *CaseSpans {
 		}
 		cs.RequestsWithSpan++
 		for _, k := range SpanLatencyAttributes {
-			if v, reason := artifact.SpanLatencySeconds(attrs, k); reason == "" {
+			v, reason := artifact.SpanLatencySeconds(attrs, k)
+			if reason == "" {
 				byAttr[k] = append(byAttr[k], v*1000)
+				continue
 			}
+			if leftOut[k] == nil {
+				leftOut[k] = map[string]int{}
+			}
+			leftOut[k][reason]++
 		}
 	}
 	for _, k := range SpanLatencyAttributes {
-		cs.Latency[k] = summarizeMs(byAttr[k])
+		l := summarizeMs(byAttr[k])
+		l.LeftOut = leftOut[k]
+		if l.LeftOut == nil {
+			l.LeftOut = map[string]int{}
+		}
+		cs.Latency[k] = l
 	}
 	return cs
 }
@@ -309,20 +325,72 @@ func renderVLLMCase(w io.Writer, r *Report, id string) error {
 	if cs == nil {
 		return nil
 	}
+	_, err := fmt.Fprintln(w, caseSpansLine(cs))
+	return err
+}
+
+// caseSpansLine is a case's span line, e.g.
+//
+//	vllm spans: 40 of 40 requests; queue p50 8.11 ms (4 left out: 3 negative_value, 1 non_finite_value), prefill p50 2.10 ms, model_decode p50 40.02 ms; residency, not GPU time
+func caseSpansLine(cs *CaseSpans) string {
 	line := fmt.Sprintf("  vllm spans: %d of %d requests", cs.RequestsWithSpan, cs.Requests)
 	if cs.QuarantinedRequests > 0 {
 		line += fmt.Sprintf(" (%d quarantined)", cs.QuarantinedRequests)
 	}
 	var parts []string
 	for _, k := range []string{"gen_ai.latency.time_in_queue", "gen_ai.latency.time_in_model_prefill", "gen_ai.latency.time_in_model_decode"} {
-		if l := cs.Latency[k]; l.P50Ms != nil {
-			parts = append(parts, fmt.Sprintf("%s p50 %.2f ms", strings.TrimPrefix(strings.TrimPrefix(k, "gen_ai.latency."), "time_in_"), *l.P50Ms))
+		l := cs.Latency[k]
+		name := strings.TrimPrefix(strings.TrimPrefix(k, "gen_ai.latency."), "time_in_")
+		if l.P50Ms != nil {
+			parts = append(parts, fmt.Sprintf("%s p50 %.2f ms%s", name, *l.P50Ms, leftOutText(l.LeftOut)))
+		} else if onlyInvalid(l.LeftOut) {
+			parts = append(parts, fmt.Sprintf("%s none%s", name, leftOutText(l.LeftOut)))
 		}
 	}
 	if len(parts) > 0 {
 		line += "; " + strings.Join(parts, ", ")
 	}
 	line += "; residency, not GPU time"
-	_, err := fmt.Fprintln(w, line)
-	return err
+	return line
+}
+
+// onlyInvalid reports whether some value of leftOut was present but unusable (a reason other
+// than missing): an attribute no span carries is not worth a part of the line.
+func onlyInvalid(leftOut map[string]int) bool {
+	for r := range leftOut {
+		if !strings.HasPrefix(r, artifact.ReasonSpanAttrMissingPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// leftOutText is " (4 left out: 3 negative_value, 1 missing or not a number)" — reasons by
+// count, then name; a span_attribute_missing reason is "missing or not a number", its
+// attribute being the part's — or "" when nothing was left out.
+func leftOutText(leftOut map[string]int) string {
+	if len(leftOut) == 0 {
+		return ""
+	}
+	reasons := make([]string, 0, len(leftOut))
+	total := 0
+	for r, n := range leftOut {
+		reasons = append(reasons, r)
+		total += n
+	}
+	sort.Slice(reasons, func(i, j int) bool {
+		if leftOut[reasons[i]] != leftOut[reasons[j]] {
+			return leftOut[reasons[i]] > leftOut[reasons[j]]
+		}
+		return reasons[i] < reasons[j]
+	})
+	parts := make([]string, len(reasons))
+	for i, r := range reasons {
+		name := r
+		if strings.HasPrefix(r, artifact.ReasonSpanAttrMissingPrefix) {
+			name = "missing or not a number"
+		}
+		parts[i] = fmt.Sprintf("%d %s", leftOut[r], name)
+	}
+	return fmt.Sprintf(" (%d left out: %s)", total, strings.Join(parts, ", "))
 }

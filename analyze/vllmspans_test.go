@@ -9,7 +9,9 @@ import (
 )
 
 // A joined span whose latency attribute is out of range (1e308 s: ×1000 is +Inf), negative or
-// not a number is left out of the case's span latencies, so the JSON report still encodes.
+// not a number is left out of the case's span latencies, so the JSON report still encodes;
+// each is counted by its reason ("oops" and an absent value alike: not a number), and the
+// text line says so.
 func TestCaseSpansLeaveOutInvalidLatencies(t *testing.T) {
 	x := []string{"a", "b", "c", "d"}
 	list := make([]Request, len(x))
@@ -33,7 +35,31 @@ func TestCaseSpansLeaveOutInvalidLatencies(t *testing.T) {
 	if q.N != 1 || *q.P50Ms != 10 {
 		t.Fatalf("queue %d values, p50 %v; want 1, 10", q.N, *q.P50Ms)
 	}
+	if len(e2e.LeftOut) != 1 || e2e.LeftOut["out_of_range_value"] != 1 ||
+		len(q.LeftOut) != 2 || q.LeftOut["negative_value"] != 1 || q.LeftOut["span_attribute_missing:"+artifact.AttrTimeInQueue] != 2 {
+		t.Fatalf("left out: e2e %v, queue %v", e2e.LeftOut, q.LeftOut)
+	}
+	want := "  vllm spans: 4 of 4 requests; queue p50 10.00 ms (3 left out: 2 missing or not a number, 1 negative_value); residency, not GPU time"
+	if got := caseSpansLine(cs); got != want {
+		t.Fatalf("line\n got %q\nwant %q", got, want)
+	}
 	if _, err := json.Marshal(cs); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An attribute every joined span carries but none usably is shown as none, with its reasons;
+// one no span carries is left off the line.
+func TestCaseSpansLineNoUsableValue(t *testing.T) {
+	x := []string{"a", "b"}
+	list := make([]Request, 2)
+	list[0].XRequestID, list[1].XRequestID = &x[0], &x[1]
+	jr := join.Result{Joined: map[string]map[string]any{
+		"a": {artifact.AttrTimeInQueue: -1.0},
+		"b": {artifact.AttrTimeInQueue: "NaN"},
+	}}
+	want := "  vllm spans: 2 of 2 requests; queue none (2 left out: 1 negative_value, 1 non_finite_value); residency, not GPU time"
+	if got := caseSpansLine(caseSpans(list, jr)); got != want {
+		t.Fatalf("line\n got %q\nwant %q", got, want)
 	}
 }

@@ -36,10 +36,10 @@ const MaxSpanLatencySeconds = 7 * 24 * 3600
 
 // Reasons a span latency attribute is not used (SpanLatencySeconds).
 const (
-	ReasonNonFiniteValue   = "non_finite_value"
-	ReasonNegativeValue    = "negative_value"
-	ReasonOutOfRangeValue  = "out_of_range_value"
-	reasonSpanAttrMissingP = "span_attribute_missing:"
+	ReasonNonFiniteValue        = "non_finite_value"
+	ReasonNegativeValue         = "negative_value"
+	ReasonOutOfRangeValue       = "out_of_range_value"
+	ReasonSpanAttrMissingPrefix = "span_attribute_missing:" // + the attribute key
 )
 
 // SpanLatencySeconds reads the latency attribute key (seconds) of a vLLM span's attributes:
@@ -52,7 +52,7 @@ const (
 func SpanLatencySeconds(attrs map[string]any, key string) (float64, string) {
 	f, ok := attrFloat(attrs[key])
 	if !ok {
-		return 0, reasonSpanAttrMissingP + key
+		return 0, ReasonSpanAttrMissingPrefix + key
 	}
 	switch {
 	case math.IsNaN(f) || math.IsInf(f, 0):
