@@ -315,6 +315,7 @@ func TestParseSLOFlagsLimitMessages(t *testing.T) {
 		{"e2e:-2.5", `--slo "e2e:-2.5": the limit must be > 0 milliseconds, not -2.5`},
 		{"ttft:--1", `--slo "ttft:--1": "--1" is not a number of milliseconds`},
 		{"ttft:fast", `--slo "ttft:fast": "fast" is not a number of milliseconds`},
+		{"ttft:100:200", `--slo "ttft:100:200": expected one KEY:MS, such as ttft:500 (one criterion per --slo: repeat the flag)`},
 	} {
 		_, err := ParseSLOFlags([]string{tc.item})
 		if err == nil || err.Error() != tc.want {

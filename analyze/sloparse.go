@@ -124,7 +124,8 @@ func ParsePolicy(data []byte) (*Policy, error) {
 // "server.ttft:400": each value splits on its last colon; a key without a
 // dot is a client criterion; MS is a decimal number of milliseconds, finite and > 0. Flag
 // policies have no targets and judge the measured window. Errors (the CLI maps them to exit
-// 2, usage): no values, a value that is not KEY:MS, an unknown criterion, client.itl (chunks
+// 2, usage): no values, a value that is not one KEY:MS (ttft:100:200 is two limits), an
+// unknown criterion, client.itl (chunks
 // are not tokens), a repeated key, or a limit that is not a number, beyond float64's range
 // ("1e400 is out of range") or not > 0.
 func ParseSLOFlags(items []string) (*Policy, error) {
@@ -157,6 +158,9 @@ func criterionFromFlag(item string) (Criterion, error) {
 		return Criterion{}, fmt.Errorf("--slo %q: expected KEY:MS, such as ttft:500", item)
 	}
 	key, raw := item[:i], item[i+1:]
+	if strings.ContainsRune(key, ':') {
+		return Criterion{}, fmt.Errorf("--slo %q: expected one KEY:MS, such as ttft:500 (one criterion per --slo: repeat the flag)", item)
+	}
 	boundary, metric, dotted := strings.Cut(key, ".")
 	if !dotted {
 		boundary, metric = BoundaryClient, key
