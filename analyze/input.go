@@ -69,21 +69,7 @@ func (in *Input) Validate() error {
 	if in == nil || in.Artifact == nil {
 		return fmt.Errorf("%w: no artifact", artifact.ErrInvalidArtifact)
 	}
-	a := in.Artifact
-	name := a.Path
-	if name == "" {
-		name = "artifact"
-	}
-	if len(a.Sessions) == 0 {
-		return fmt.Errorf("%w: %s has no infer.session record", artifact.ErrInvalidArtifact, name)
-	}
-	if in.RequestRecords == 0 {
-		if n := a.Stats.Kinds[artifact.KindRequestV2]; n > 0 {
-			return fmt.Errorf("%w: %s has no infer.request v1 record (only %d correlation-model infer.request v2 records)", artifact.ErrInvalidArtifact, name, n)
-		}
-		return fmt.Errorf("%w: %s has no infer.request record%s", artifact.ErrInvalidArtifact, name, in.ignoredNote())
-	}
-	return nil
+	return in.Artifact.ValidateRequests(in.RequestRecords, in.ignoredNote())
 }
 
 // presizeBudget bounds how many requests ReadInput reserves room for up front, from the

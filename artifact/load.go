@@ -61,19 +61,31 @@ func (a *Artifact) FinalSession() *Session {
 // Validate checks what every analysis needs: at least one infer.session v1
 // and one infer.request v1 record (the CLI exits with code 5 otherwise).
 // The error wraps ErrInvalidArtifact.
-func (a *Artifact) Validate() error {
+func (a *Artifact) Validate() error { return a.ValidateRequests(len(a.Requests), "") }
+
+// ValidateRequests is Validate's rule for a reader that keeps the artifact's requests
+// elsewhere: requests is how many infer.request v1 records it kept, and requestNote is added
+// to the "no infer.request record" message (why records it read were not kept). An artifact
+// with no record at all (an empty file, or only blank lines) says so, whatever else it lacks.
+func (a *Artifact) ValidateRequests(requests int, requestNote string) error {
 	name := a.Path
 	if name == "" {
 		name = "artifact"
 	}
+	if a.Stats.Records == 0 && a.Truncated == nil && len(a.Sessions) == 0 && requests == 0 {
+		if a.Stats.Lines == 0 {
+			return fmt.Errorf("%w: %s is empty: an inferprobe artifact holds JSONL records, the first an infer.session", ErrInvalidArtifact, name)
+		}
+		return fmt.Errorf("%w: %s holds only blank lines: an inferprobe artifact holds JSONL records, the first an infer.session", ErrInvalidArtifact, name)
+	}
 	if len(a.Sessions) == 0 {
 		return fmt.Errorf("%w: %s has no infer.session record", ErrInvalidArtifact, name)
 	}
-	if len(a.Requests) == 0 {
+	if requests == 0 {
 		if n := a.Stats.Kinds[KindRequestV2]; n > 0 {
 			return fmt.Errorf("%w: %s has no infer.request v1 record (only %d correlation-model infer.request v2 records)", ErrInvalidArtifact, name, n)
 		}
-		return fmt.Errorf("%w: %s has no infer.request record", ErrInvalidArtifact, name)
+		return fmt.Errorf("%w: %s has no infer.request record%s", ErrInvalidArtifact, name, requestNote)
 	}
 	return nil
 }

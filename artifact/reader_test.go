@@ -245,10 +245,12 @@ func TestValidateAndReadFile(t *testing.T) {
 	for name, c := range map[string]struct {
 		text, want string
 	}{
-		"no session": {noSession.String(), "no infer.session record"},
-		"no request": {noRequest.String(), "no infer.request record"},
-		"only v2":    {noRequest.String() + v2, "only 1 correlation-model infer.request v2"},
-		"empty":      {"", "no infer.session record"},
+		"no session":     {noSession.String(), "no infer.session record"},
+		"no request":     {noRequest.String(), "no infer.request record"},
+		"only v2":        {noRequest.String() + v2, "only 1 correlation-model infer.request v2"},
+		"empty":          {"", "empty.jsonl is empty: an inferprobe artifact holds JSONL records"},
+		"blank":          {"\n \n\t\n", "blank.jsonl holds only blank lines"},
+		"unknown record": {"{}\n", "no infer.session record"},
 	} {
 		a, err := ReadFile(write(name+".jsonl", c.text))
 		if err != nil {

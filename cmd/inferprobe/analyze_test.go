@@ -131,7 +131,7 @@ func TestAnalyzeExitCodes(t *testing.T) {
 		err  string // substring of stderr
 	}{
 		{"missing artifact", []string{"analyze", filepath.Join(dir, "nope.jsonl")}, exitBadInput, "no such file"},
-		{"empty artifact", []string{"analyze", writeFile(t, "empty.jsonl", "")}, exitBadInput, "no infer.session"},
+		{"empty artifact", []string{"analyze", writeFile(t, "empty.jsonl", "")}, exitBadInput, "empty.jsonl is empty: an inferprobe artifact holds JSONL records"},
 		{"unparsable line", []string{"analyze", writeFile(t, "bad.jsonl", session+"\n{\"event_type\": oops}\n"+request+"\n")}, exitBadInput, "line 2"},
 		{"non-object line", []string{"analyze", writeFile(t, "arr.jsonl", session+"\n[1,2,3]\n"+request+"\n")}, exitBadInput, "not a JSON object"},
 		{"integer spelled as float", []string{"analyze", writeFile(t, "float.jsonl", session+"\n"+strings.Replace(request, `"request_index":0`, `"request_index":0.0`, 1)+"\n")}, exitBadInput, "request_index"},
