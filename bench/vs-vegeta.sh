@@ -89,17 +89,18 @@ run() {
   esac
   local user sys rss
   read -r user sys rss < <(tail -1 "$w.time")
-  local p50 p99 ratio
+  local p50 p99 ratio ttft
+  ttft=$(grep -o 'ttft_p99_ms=[0-9.e+-]*' <<<"$line" | cut -d= -f2 || true)
   p50=$(grep -o 'lag_p50_ms=[0-9.e+-]*' <<<"$line" | cut -d= -f2)
   p99=$(grep -o 'lag_p99_ms=[0-9.e+-]*' <<<"$line" | cut -d= -f2)
   ratio=$(grep -o 'ratio=[0-9.e+-]*' <<<"$line" | cut -d= -f2)
   local cpu
   cpu=$(awk -v u="$user" -v s="$sys" -v n="$n" 'BEGIN { printf "%.3f", (n > 0 ? (u + s) * 1000 / n : 0) }')
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$c" "$rate" "$gap" "$rep" "$n" "$p50" "$p99" "$ratio" "$cpu" \
-    "$((rss / 1024))" "$(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/runs.tsv"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$c" "$rate" "$gap" "$rep" "$n" "$p50" "$p99" "$ratio" "$cpu" \
+    "$((rss / 1024))" "${ttft:-NA}" "$(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/runs.tsv"
 }
 
-printf 'client\trate\tgap\trep\trequests\tlag_p50_ms\tlag_p99_ms\tachieved/scheduled\tcpu_ms_per_req\tpeak_rss_MiB\tloadavg\n' | tee "$out/runs.tsv"
+printf 'client\trate\tgap\trep\trequests\tlag_p50_ms\tlag_p99_ms\tachieved/scheduled\tcpu_ms_per_req\tpeak_rss_MiB\tttft_p99_ms\tloadavg\n' | tee "$out/runs.tsv"
 echo "start: $(uptime); nice $NICE; $(nproc) cores" | tee "$out/uptime.txt"
 for gap in $GAPS; do
   start_stub "$gap"
@@ -112,14 +113,14 @@ done
 echo "end: $(uptime)" | tee -a "$out/uptime.txt"
 
 # median (min–max) per client, rate and gap.
-awk -F'\t' 'NR > 1 { k = $1 "\t" $2 "\t" $3; keys[k] = 1; for (i = 6; i <= 10; i++) v[k, i, ++cnt[k, i]] = $i }
+awk -F'\t' 'NR > 1 { k = $1 "\t" $2 "\t" $3; keys[k] = 1; for (i = 6; i <= 11; i++) v[k, i, ++cnt[k, i]] = $i }
 function stat(k, i, f,   n, a, j, m, t) {
   n = cnt[k, i]; for (j = 1; j <= n; j++) a[j] = v[k, i, j] + 0
   for (j = 1; j <= n; j++) for (m = j + 1; m <= n; m++) if (a[m] < a[j]) { t = a[j]; a[j] = a[m]; a[m] = t }
   med = n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
   return sprintf(f " (" f "–" f ")", med, a[1], a[n])
 }
-END { print "client\trate\tgap\tlag_p50_ms\tlag_p99_ms\tachieved/scheduled\tcpu_ms_per_req\tpeak_rss_MiB"
-  for (k in keys) print k "\t" stat(k, 6, "%.3f") "\t" stat(k, 7, "%.3f") "\t" stat(k, 8, "%.4f") "\t" stat(k, 9, "%.3f") "\t" stat(k, 10, "%d") }' "$out/runs.tsv" |
+END { print "client\trate\tgap\tlag_p50_ms\tlag_p99_ms\tachieved/scheduled\tcpu_ms_per_req\tpeak_rss_MiB\tttft_p99_ms"
+  for (k in keys) print k "\t" stat(k, 6, "%.3f") "\t" stat(k, 7, "%.3f") "\t" stat(k, 8, "%.4f") "\t" stat(k, 9, "%.3f") "\t" stat(k, 10, "%d") "\t" (v[k, 11, 1] == "NA" ? "NA" : stat(k, 11, "%.3f")) }' "$out/runs.tsv" |
   sort -t$'\t' -k3,3 -k2,2n -k1,1 | column -t -s$'\t' | tee "$out/summary.txt"
 cat "$out/uptime.txt" >>"$out/summary.txt"

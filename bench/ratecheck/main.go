@@ -1,7 +1,7 @@
 // Command ratecheck reads a profile artifact and prints, per case, how closely dispatch
 // followed the schedule: the scheduled offered rate (N−1 over the first→last intended
 // arrival), the achieved rate (sent−1 over the first→last send), their ratio, the dispatch lag
-// p50/p99/max in ms, and the outcome counts. Used by bench/profile-rate.sh.
+// p50/p99/max in ms, TTFT p50/p99 in ms (send → first content), and the outcome counts. Used by bench/profile-rate.sh.
 //
 // Usage: go run ./bench/ratecheck ARTIFACT
 package main
@@ -16,7 +16,7 @@ import (
 
 type caseAcc struct {
 	intended, sent []int64
-	lags           []float64
+	lags, ttfts    []float64
 	status         map[string]int
 }
 
@@ -53,13 +53,17 @@ func main() {
 		if r.DispatchLagMS != nil {
 			c.lags = append(c.lags, *r.DispatchLagMS)
 		}
+		if r.TTFTMS != nil {
+			c.ttfts = append(c.ttfts, *r.TTFTMS)
+		}
 	}
 	for _, id := range ids {
 		c := cases[id]
 		sched, ach := rate(c.intended), rate(c.sent)
 		sort.Float64s(c.lags)
-		fmt.Printf("%s scheduled_rate=%.3f achieved_rate=%.3f ratio=%.5f lag_p50_ms=%.3f lag_p99_ms=%.3f lag_max_ms=%.3f statuses=%v\n",
-			id, sched, ach, ach/sched, q(c.lags, 0.5), q(c.lags, 0.99), q(c.lags, 1), c.status)
+		sort.Float64s(c.ttfts)
+		fmt.Printf("%s scheduled_rate=%.3f achieved_rate=%.3f ratio=%.5f lag_p50_ms=%.3f lag_p99_ms=%.3f lag_max_ms=%.3f ttft_p50_ms=%.3f ttft_p99_ms=%.3f statuses=%v\n",
+			id, sched, ach, ach/sched, q(c.lags, 0.5), q(c.lags, 0.99), q(c.lags, 1), q(c.ttfts, 0.5), q(c.ttfts, 0.99), c.status)
 	}
 }
 
