@@ -274,6 +274,14 @@ var errCallTimeout = errors.New("per-call timeout elapsed")
 // a connection). Partial timings (FirstToken…) are kept on failures.
 func (c *Client) Do(ctx context.Context, call Call) Result {
 	var res Result
+	c.DoInto(ctx, call, &res)
+	return res
+}
+
+// DoInto is Do writing the Result into *res (overwritten whole), for a caller that keeps it
+// off its own stack frame: a goroutine waiting on a stream then holds only the pointer.
+func (c *Client) DoInto(ctx context.Context, call Call, res *Result) {
+	*res = Result{}
 	timeout := call.Timeout
 	if timeout == 0 {
 		timeout = c.timeout
@@ -287,7 +295,7 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 		res.Start = time.Now()
 		res.End = res.Start
 		res.fail(Error, ErrTypeInvalidRequest, "the request could not be built: "+describeURLError(err))
-		return res
+		return
 	}
 	secret := bearer(call.Header)
 
@@ -296,23 +304,22 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 	resp, err := c.tr.RoundTrip(req)
 	if err != nil {
 		res.End = time.Now()
-		tr.fill(&res)
-		c.classifyNoResponse(ctx, callCtx, timeout, err, &res)
+		tr.fill(res)
+		c.classifyNoResponse(ctx, callCtx, timeout, err, res)
 		res.redact(secret)
-		return res
+		return
 	}
 	defer resp.Body.Close()
 	res.HTTPStatus = resp.StatusCode
-	tr.fill(&res)
-	if !classifyStatus(resp, &res) {
-		c.readAnswer(ctx, callCtx, cancel, timeout, call.Stream, resp, &res, tr.arrived)
+	tr.fill(res)
+	if !classifyStatus(resp, res) {
+		c.readAnswer(ctx, callCtx, cancel, timeout, call.Stream, resp, res, tr.arrived)
 	}
 	if res.End.IsZero() {
 		res.End = time.Now()
 	}
-	tr.fill(&res) // WroteRequest may report after an early response
+	tr.fill(res) // WroteRequest may report after an early response
 	res.redact(secret)
-	return res
 }
 
 // callContext is the call's context: ctx with the per-call timeout (its cause
