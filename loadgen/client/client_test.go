@@ -537,6 +537,19 @@ func TestLinesLongerThanBuffers(t *testing.T) {
 	}
 }
 
+// TestDoInto: DoInto overwrites the whole Result it is given, with what Do returns.
+func TestDoInto(t *testing.T) {
+	srv := newServer(t, sseFrames(chunk(roleChunk, ""), chunk(content("hi"), "stop"), doneFrame))
+	c := New(Options{})
+	r := Result{Outcome: Timeout, ErrorMessage: "stale", TokenChunks: make([]time.Time, 9), Usage: &Usage{TotalTokens: 3}, TextTruncated: true}
+	c.DoInto(context.Background(), call(srv.URL, true), &r)
+	want := c.Do(context.Background(), call(srv.URL, true))
+	if r.Outcome != OK || r.ErrorMessage != "" || r.Usage != nil || r.TextTruncated || r.Text != "hi" || len(r.TokenChunks) != 1 ||
+		shapeOf(r) != shapeOf(want) {
+		t.Fatalf("%+v, want the shape of %+v", r, want)
+	}
+}
+
 func TestTextCap(t *testing.T) {
 	srv := newServer(t, sseFrames(chunk(content("aaaa"), ""), chunk(content("ééé"), ""), chunk(content("z"), "stop"), doneFrame))
 	r := New(Options{MaxTextBytes: 7}).Do(context.Background(), call(srv.URL, true))
