@@ -397,22 +397,44 @@ func (p *phase) drop(a *attempt, why string, at time.Time) {
 
 // send builds the request at send time, runs it, and records its result unless the drain
 // deadline already recorded it as cancelled. The caller counted the attempt as a running call
-// (callStarted); send ends it.
+// (callStarted); send ends it. Building (prepare) and recording (settle) run in their own
+// frames, so that the goroutine's stack under the call, which stays in place while the
+// answer streams in (thousands of such goroutines at high rates), holds only send's small
+// frame.
 func (p *phase) send(ctx context.Context, a *attempt) {
 	defer p.r.callEnded()
+	call, berr, ok := p.prepare(a)
+	if !ok {
+		return
+	}
+	res := new(client.Result)
+	if berr != nil {
+		now := p.r.clock.Now() // fields set one by one: a Result literal would be a temporary in this frame
+		res.Outcome, res.ErrorType, res.ErrorMessage = client.Error, client.ErrTypeInvalidRequest, berr.Error()
+		res.Start, res.End = now, now
+	} else {
+		p.r.client.DoInto(ctx, call, res)
+	}
+	p.settle(a, res)
+}
+
+// prepare builds a's call (berr: its body could not be built), registers a as pending and
+// records it as sent; ok is false when the drain deadline had already passed (a is then
+// recorded as dropped).
+func (p *phase) prepare(a *attempt) (call client.Call, berr error, ok bool) {
 	cfg := p.r.cfg
 	a.prompt = p.gen.Prompt(a.idx)
 	a.xReqID = artifact.XRequestIDPrefix(cfg.RunID) + p.requestID(a)
 	a.traceID = newTraceID()
 	body, berr := buildBody(cfg, a.prompt.Text, p.cs.OutputTokens)
-	call := client.Call{URL: cfg.Endpoint, Header: buildHeader(cfg, a.xReqID, a.traceID), Body: body, Stream: cfg.Stream, Timeout: cfg.Timeout}
+	call = client.Call{URL: cfg.Endpoint, Header: buildHeader(cfg, a.xReqID, a.traceID), Body: body, Stream: cfg.Stream, Timeout: cfg.Timeout}
 	p.mu.Lock()
 	if cutoff := p.cutoff; cutoff != nil {
 		p.mu.Unlock()
 		p.inFlight.Add(-1)
 		a.done.Store(true)
 		p.drop(a, "drain deadline passed before it was sent", *cutoff)
-		return
+		return client.Call{}, nil, false
 	}
 	p.pending[a.idx] = a
 	p.digests[a.idx] = a.prompt.Digest
@@ -423,13 +445,12 @@ func (p *phase) send(ctx context.Context, a *attempt) {
 	if p.r.hooks.Sent != nil {
 		p.r.hooks.Sent(p.cs, p.name)
 	}
-	var res client.Result
-	if berr != nil {
-		now := p.r.clock.Now()
-		res = client.Result{Outcome: client.Error, ErrorType: client.ErrTypeInvalidRequest, ErrorMessage: berr.Error(), Start: now, End: now}
-	} else {
-		res = p.r.client.Do(ctx, call)
-	}
+	return call, berr, true
+}
+
+// settle ends a's call with res: it is no longer pending, and its record is written unless
+// the drain deadline already recorded it as cancelled.
+func (p *phase) settle(a *attempt, res *client.Result) {
 	p.noteSent(res.Start)
 	p.inFlight.Add(-1)
 	p.mu.Lock()
@@ -438,7 +459,7 @@ func (p *phase) send(ctx context.Context, a *attempt) {
 	if !a.done.CompareAndSwap(false, true) {
 		return // recorded as cancelled at the drain deadline; this call was abandoned
 	}
-	rec := p.resultRecord(a, &res)
+	rec := p.resultRecord(a, res)
 	a.prompt.Text = "" // prompts are freed once the request is done
 	p.write(rec)
 	p.noteStatus(res.Outcome)

@@ -500,6 +500,56 @@ func TestLineTooLong(t *testing.T) {
 	})
 }
 
+// TestLinesLongerThanBuffers: a line longer than the connection's and the stream's read
+// buffers (readBufferSize) spans reads and is parsed whole, up to exactly MaxLineBytes (the
+// line without its line end); one byte more fails the request.
+func TestLinesLongerThanBuffers(t *testing.T) {
+	const maxLine = 8*readBufferSize + 123
+	frame := len(chunk(content(""), "stop")) - 2 // a chunk line's bytes besides its text
+	for _, tc := range []struct {
+		name string
+		n    int // the line's length
+		ok   bool
+	}{
+		{"3 buffers long", 3*readBufferSize + 7, true},
+		{"exactly MaxLineBytes", maxLine, true},
+		{"one byte over MaxLineBytes", maxLine + 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text := strings.Repeat("y", tc.n-frame)
+			l := strings.TrimSuffix(chunk(content(text), "stop"), "\n\n")
+			if len(l) != tc.n {
+				t.Fatalf("test line is %d bytes, want %d", len(l), tc.n)
+			}
+			srv := newServer(t, sseFrames(chunk(roleChunk, ""), l+"\n\n", doneFrame))
+			r := New(Options{MaxLineBytes: maxLine, MaxTextBytes: 2 * maxLine}).Do(context.Background(), call(srv.URL, true))
+			if !tc.ok {
+				if r.Outcome != Error || r.ErrorType != ErrTypeLineTooLong || r.Text != "" {
+					t.Fatalf("%q %q %q", r.Outcome, r.ErrorType, r.ErrorMessage)
+				}
+				return
+			}
+			if r.Outcome != OK || !r.SawDone || r.ChunkCount != 2 || len(r.TokenChunks) != 1 || r.FinishReason != "stop" ||
+				r.Text != text {
+				t.Fatalf("%q %q %q done=%v chunks=%d tokens=%d text=%d bytes", r.Outcome, r.ErrorType, r.ErrorMessage, r.SawDone, r.ChunkCount, len(r.TokenChunks), len(r.Text))
+			}
+		})
+	}
+}
+
+// TestDoInto: DoInto overwrites the whole Result it is given, with what Do returns.
+func TestDoInto(t *testing.T) {
+	srv := newServer(t, sseFrames(chunk(roleChunk, ""), chunk(content("hi"), "stop"), doneFrame))
+	c := New(Options{})
+	r := Result{Outcome: Timeout, ErrorMessage: "stale", TokenChunks: make([]time.Time, 9), Usage: &Usage{TotalTokens: 3}, TextTruncated: true}
+	c.DoInto(context.Background(), call(srv.URL, true), &r)
+	want := c.Do(context.Background(), call(srv.URL, true))
+	if r.Outcome != OK || r.ErrorMessage != "" || r.Usage != nil || r.TextTruncated || r.Text != "hi" || len(r.TokenChunks) != 1 ||
+		shapeOf(r) != shapeOf(want) {
+		t.Fatalf("%+v, want the shape of %+v", r, want)
+	}
+}
+
 func TestTextCap(t *testing.T) {
 	srv := newServer(t, sseFrames(chunk(content("aaaa"), ""), chunk(content("ééé"), ""), chunk(content("z"), "stop"), doneFrame))
 	r := New(Options{MaxTextBytes: 7}).Do(context.Background(), call(srv.URL, true))
