@@ -48,7 +48,12 @@ type Stats struct {
 	// ClosedUnread counts the HTTP/1.x refusals among them answered with
 	// Connection: close and their body left unread (retryable refusals of a
 	// body over 64 KiB or of unknown length, before it was read).
-	ClosedUnread     int64
+	ClosedUnread int64
+	// ExportsWaited counts the OTLP/HTTP exports that found no room and
+	// waited for it (see Options.AdmissionWait), admitted or not in the
+	// end; WaitingExports is how many wait now.
+	ExportsWaited    int64
+	WaitingExports   int
 	QueueFull        int64
 	Busy             int64
 	MemoryBusy       int64
@@ -93,6 +98,7 @@ func (r *Receiver) Stats() Stats {
 		TooLarge: c.tooLarge.Load(), TooComplex: c.tooComplex.Load(), BadRequests: c.badRequests.Load(),
 		UnsupportedMedia: c.unsupportedMedia.Load(), MethodNotAllowed: c.methodNotAllowed.Load(), NotFound: c.notFound.Load(),
 		AfterStop: c.afterStop.Load(), Timeouts: c.timeouts.Load(), ClosedUnread: c.closedUnread.Load(),
+		ExportsWaited: c.exportsWaited.Load(), WaitingExports: r.waits.waiting(),
 		QueuedSpans: qs, QueuedBytes: qb, DecodeBytes: r.mem.inUse(), DecodeBytesPeak: r.mem.peak.Load(), BindErrors: bind,
 	}
 }

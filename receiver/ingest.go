@@ -29,19 +29,29 @@ func (r *Receiver) checkStopping() *refusal {
 // MaxConcurrentExports exports are already in flight. An admitted export
 // holds a slot until leave.
 func (r *Receiver) enter(expect int64) *refusal {
+	return r.refusedUnless(r.tryEnter(expect))
+}
+
+// tryEnter is enter without counting: outcomeAccepted when admitted (a
+// slot taken), else outcomeQueueFull or outcomeBusy and the message.
+func (r *Receiver) tryEnter(expect int64) (outcome, string) {
 	if err := r.q.admit(expect); err != nil {
-		return r.refuse(outcomeQueueFull, err.Error())
+		return outcomeQueueFull, err.Error()
 	}
 	select {
 	case r.slots <- struct{}{}:
-		return nil
+		return outcomeAccepted, ""
 	default:
-		return r.refuse(outcomeBusy, fmt.Sprintf("%d exports are already being decoded; retry later", cap(r.slots)))
+		return outcomeBusy, fmt.Sprintf("%d exports are already being decoded; retry later", cap(r.slots))
 	}
 }
 
-// leave releases the slot of an export enter admitted.
-func (r *Receiver) leave() { <-r.slots }
+// leave releases the slot of an export enter admitted, and wakes an export
+// waiting for room.
+func (r *Receiver) leave() {
+	<-r.slots
+	r.waits.notify()
+}
 
 // decodeExport pre-scans an export body (scanProtoExport or
 // scanJSONExport), charges its decode cost on res, and only then decodes
