@@ -167,6 +167,10 @@ func (r *Receiver) exportHTTP(w http.ResponseWriter, req *http.Request, format b
 	if err != nil {
 		return r.bodyRefusal(err, max)
 	}
+	if format == formatProtobuf && r.skipUnwanted(body, &r.c.spansHTTPProtobuf) {
+		writeExportResponse(w, format, conversion{})
+		return nil
+	}
 	ereq, ref := r.decodeExport(body, format, &res)
 	if ref != nil {
 		return ref

@@ -83,7 +83,8 @@ type Options struct {
 	// slow sink fills the queue, and exporters are then told to retry (503 /
 	// Unavailable). The first Write error is kept (WriteErr); later spans are
 	// still handed on. Nil discards the spans (they still count as
-	// delivered). The Receiver never closes the sink.
+	// delivered). The Receiver never closes the sink. A sink that is a
+	// SpanFilter is asked before each export whether it wants spans at all.
 	Sink artifact.Sink
 	// MaxBodyBytes bounds an HTTP body after gzip decompression (413
 	// beyond) and a gRPC message after decompression (the gRPC server's
@@ -244,7 +245,7 @@ type counters struct {
 	queueFull, busy, tooLarge, badRequests, unsupportedMedia     atomic.Int64
 	tooComplex, memoryBusy                                       atomic.Int64
 	methodNotAllowed, notFound, afterStop, timeouts, partialSucc atomic.Int64
-	exportsAccepted, closedUnread, exportsWaited                 atomic.Int64
+	exportsAccepted, closedUnread, exportsWaited, spansSkipped   atomic.Int64
 }
 
 // New returns a Receiver and starts its consumer goroutine. Serve it with
