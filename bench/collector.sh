@@ -13,9 +13,13 @@
 #    run: decoded, then dropped), each pinned to one core (taskset -c $CPU, GOMAXPROCS=1), with
 #    the same back-to-back senders (exports of 512 vLLM-like spans, HTTP protobuf and gRPC) and
 #    prints spans/s per core and the ratios, RUNS times alternating.
+#    With BASE=<commit>, the same side by side for that commit's receiver (its tree with this
+#    tree's bench/receiverflood dropped in) and this tree's, alternating: RUNS times each of
+#    `-compare -runs 1`, base then head, every line prefixed with its version.
+#    The norun target is the daemon's sink with no run attached (bench/receiverflood/norun.go).
 # 3. the interop test (receiver.TestCollectorInterop) when INTEROP=1.
 #
-#   RUNS=3 CPU=1 DURATION=3s bash bench/collector.sh
+#   RUNS=3 CPU=1 DURATION=3s [BASE=b0117d4] bash bench/collector.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=bench/results/otelcol
@@ -47,6 +51,24 @@ fi
 grep -E "^(receivers|processors|exporters):|- name:" "$OUT/components.txt" | tr -s " " | paste -sd " " -
 [[ "${BUILD_ONLY:-0}" == 1 ]] && exit 0
 go build -o "$OUT/receiverflood" ./bench/receiverflood
+if [[ -n "${BASE:-}" ]]; then
+  tmp="$(mktemp -d)"
+  trap 'rm -rf "$tmp"' EXIT
+  mkdir -p "$tmp/base"
+  git archive "$BASE" | tar -x -C "$tmp/base"
+  rm -rf "$tmp/base/bench/receiverflood"
+  cp -r bench/receiverflood "$tmp/base/bench/receiverflood"
+  (cd "$tmp/base" && go build -o "$tmp/base.rf" ./bench/receiverflood)
+  echo "load before: $(uptime)"
+  for i in $(seq "${RUNS:-3}"); do
+    for v in base head; do
+      bin="$OUT/receiverflood"; [[ $v == base ]] && bin="$tmp/base.rf"
+      "$bin" -compare -collector "$BIN" -runs 1 -taskset "${CPU-1}" -procs 1 -calibrate "${DURATION:-3s}" 2>&1 | sed "s/^/$v run $i: /"
+    done
+  done
+  echo "load after: $(uptime)"
+  exit 0
+fi
 "$OUT/receiverflood" -compare -collector "$BIN" -runs "${RUNS:-3}" -taskset "${CPU-1}" -procs 1 -calibrate "${DURATION:-3s}"
 if [[ "${INTEROP:-0}" == 1 ]]; then
   INFERPROBE_COLLECTOR="$(pwd)/$BIN" go test -count=1 -run TestCollectorInterop -v ./receiver/

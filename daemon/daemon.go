@@ -484,6 +484,22 @@ func (f *spanFeed) Write(rec artifact.Record) error {
 	return nil
 }
 
+// WantsSpans reports whether a run is attached (receiver.SpanFilter): with none, no span can
+// route anywhere, and the receiver accepts valid exports without decoding them.
+func (f *spanFeed) WantsSpans() bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return len(f.runs) > 0
+}
+
+// SkipSpans counts n spans the receiver accepted while no run was attached as unrouted, as
+// Write counts each span no run takes.
+func (f *spanFeed) SkipSpans(n int) {
+	for range n {
+		f.d.exp.SpanUnrouted()
+	}
+}
+
 // Close does nothing: the receiver never closes its sink.
 func (f *spanFeed) Close() error { return nil }
 

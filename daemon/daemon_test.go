@@ -19,6 +19,7 @@ import (
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/exporter"
 	"github.com/inferprobe/inferprobe/join"
+	"github.com/inferprobe/inferprobe/receiver"
 	"github.com/inferprobe/inferprobe/sim"
 )
 
@@ -305,6 +306,29 @@ func TestSpanFeedRouting(t *testing.T) {
 	defer mu.Unlock()
 	if len(written) != 3 {
 		t.Fatalf("a span was written after its run was detached: %+v", written[3:])
+	}
+}
+
+// TestSpanFeedWithoutRuns: with no run attached the feed wants no span (the receiver then
+// hands it counts), and every skipped span counts as unrouted, exactly.
+func TestSpanFeedWithoutRuns(t *testing.T) {
+	d := New(mustParse(t, baseYAML), Options{Logger: quietLogger()})
+	var _ receiver.SpanFilter = d.feed
+	if d.feed.WantsSpans() {
+		t.Fatal("a feed without runs wants spans")
+	}
+	d.feed.SkipSpans(512)
+	d.feed.SkipSpans(3)
+	if v, _ := metric(t, d, "inferprobe_receiver_spans_unrouted_total", nil); v != 515 {
+		t.Fatalf("unrouted %v, want 515", v)
+	}
+	_, detach := d.feed.Attach("9b2f4c1e-0a7d-4f3e-9c51-6f0e2d8b1a01", artifact.SinkFunc(func(artifact.Record) error { return nil }))
+	if !d.feed.WantsSpans() {
+		t.Fatal("a feed with a run attached wants no span")
+	}
+	detach()
+	if d.feed.WantsSpans() {
+		t.Fatal("a feed whose run was detached wants spans")
 	}
 }
 

@@ -333,7 +333,7 @@ func TestMemoryLimiterBusy(t *testing.T) {
 // answered 429 with Retry-After and Connection: close without being read,
 // and the next export opens a new connection.
 func TestRetryableRefusalLeavesLargeBodiesUnread(t *testing.T) {
-	r := startReceiver(t, Options{})
+	r := startReceiver(t, Options{AdmissionWait: -1}) // refused at once, not after waiting for room
 	for i := 0; i < cap(r.slots); i++ {
 		r.slots <- struct{}{}
 	}
@@ -364,7 +364,7 @@ func TestRetryableRefusalLeavesLargeBodiesUnread(t *testing.T) {
 // drained (one exporter refused now and then, not a flood) is drained: the
 // answer keeps the connection and the retry reuses it.
 func TestRetryableRefusalDrainsALargeBodyOutsideAFlood(t *testing.T) {
-	r := startReceiver(t, Options{})
+	r := startReceiver(t, Options{AdmissionWait: -1}) // refused at once, not after waiting for room
 	for i := 0; i < cap(r.slots); i++ {
 		r.slots <- struct{}{}
 	}

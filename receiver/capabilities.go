@@ -38,6 +38,9 @@ type Stats struct {
 	// queued but never delivered (Close, or a Shutdown deadline).
 	SpansDelivered int64
 	SpansDropped   int64
+	// SpansSkipped counts the delivered spans handed to the sink's
+	// SpanFilter.SkipSpans as a count, never decoded (the sink wanted none).
+	SpansSkipped int64
 	// Refusals: QueueFull (503 / Unavailable), Busy (429 /
 	// ResourceExhausted: MaxConcurrentExports in flight), MemoryBusy (429 /
 	// ResourceExhausted: the memory limiter is held by other exports),
@@ -48,7 +51,12 @@ type Stats struct {
 	// ClosedUnread counts the HTTP/1.x refusals among them answered with
 	// Connection: close and their body left unread (retryable refusals of a
 	// body over 64 KiB or of unknown length, before it was read).
-	ClosedUnread     int64
+	ClosedUnread int64
+	// ExportsWaited counts the OTLP/HTTP exports that found no room and
+	// waited for it (see Options.AdmissionWait), admitted or not in the
+	// end; WaitingExports is how many wait now.
+	ExportsWaited    int64
+	WaitingExports   int
 	QueueFull        int64
 	Busy             int64
 	MemoryBusy       int64
@@ -89,10 +97,12 @@ func (r *Receiver) Stats() Stats {
 		SpansHTTPProtobuf: c.spansHTTPProtobuf.Load(), SpansHTTPJSON: c.spansHTTPJSON.Load(), SpansGRPC: c.spansGRPC.Load(),
 		SpansRejected: c.spansRejected.Load(), PartialSuccesses: c.partialSucc.Load(),
 		SpansDelivered: c.spansDelivered.Load(), SpansDropped: c.spansDropped.Load(),
-		QueueFull: c.queueFull.Load(), Busy: c.busy.Load(), MemoryBusy: c.memoryBusy.Load(),
+		SpansSkipped: c.spansSkipped.Load(),
+		QueueFull:    c.queueFull.Load(), Busy: c.busy.Load(), MemoryBusy: c.memoryBusy.Load(),
 		TooLarge: c.tooLarge.Load(), TooComplex: c.tooComplex.Load(), BadRequests: c.badRequests.Load(),
 		UnsupportedMedia: c.unsupportedMedia.Load(), MethodNotAllowed: c.methodNotAllowed.Load(), NotFound: c.notFound.Load(),
 		AfterStop: c.afterStop.Load(), Timeouts: c.timeouts.Load(), ClosedUnread: c.closedUnread.Load(),
+		ExportsWaited: c.exportsWaited.Load(), WaitingExports: r.waits.waiting(),
 		QueuedSpans: qs, QueuedBytes: qb, DecodeBytes: r.mem.inUse(), DecodeBytesPeak: r.mem.peak.Load(), BindErrors: bind,
 	}
 }

@@ -183,6 +183,10 @@ func (r *Receiver) enterGRPC(ctx context.Context, wire int) (release func(), ref
 	return r.leave, nil
 }
 
+// emptyExportResponse is the encoded ExportTraceServiceResponse of an
+// export accepted whole, as the full path answers it.
+var emptyExportResponse, _ = exportResponse(conversion{}).MarshalProto()
+
 // grpcService is the OTLP gRPC TraceService of a Receiver.
 type grpcService struct {
 	r *Receiver
@@ -209,6 +213,9 @@ func (g *grpcService) export(ctx context.Context, body []byte) (any, error) {
 	defer res.release()
 	if err := res.grow(int64(len(body))); err != nil {
 		return nil, r.grpcError(r.refuse(outcomeMemory, err.Error()))
+	}
+	if r.skipUnwanted(body, &r.c.spansGRPC) {
+		return rawResponse(emptyExportResponse), nil
 	}
 	ereq, ref := r.decodeExport(body, formatProtobuf, &res)
 	if ref != nil {

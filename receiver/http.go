@@ -3,6 +3,7 @@ package receiver
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,7 +34,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.c.httpRequests.Add(1)
 	format, gz, ref := r.media(req.Header)
 	if ref == nil {
-		ref = r.admitHTTP(req.ContentLength, gz)
+		ref = r.admitHTTP(req.Context(), req.ContentLength, gz)
 	}
 	if ref != nil {
 		if answers[ref.outcome].retryable {
@@ -128,10 +129,11 @@ func (r *Receiver) media(h http.Header) (format bodyFormat, gz bool, ref *refusa
 
 // admitHTTP decides, before the body is read, whether an export is read at
 // all: refused while stopping, when its Content-Length (-1 when unknown)
-// is over the wire limit, and as enter decides (the queue charge of an
-// uncompressed body of known length is 3 bytes per byte). An admitted
-// export holds a slot until leave.
-func (r *Receiver) admitHTTP(contentLength int64, gz bool) *refusal {
+// is over the wire limit, and as enterWaiting decides (the queue charge of
+// an uncompressed body of known length is 3 bytes per byte): without room
+// it waits, its body unread, at most AdmissionWait while ctx lasts. An
+// admitted export holds a slot until leave.
+func (r *Receiver) admitHTTP(ctx context.Context, contentLength int64, gz bool) *refusal {
 	if ref := r.checkStopping(); ref != nil {
 		return ref
 	}
@@ -143,7 +145,7 @@ func (r *Receiver) admitHTTP(contentLength int64, gz bool) *refusal {
 	if !gz && contentLength > 0 {
 		expect = 3 * contentLength
 	}
-	return r.enter(expect)
+	return r.enterWaiting(ctx, expect)
 }
 
 // exportHTTP reads an admitted export's body (charged on the memory
@@ -164,6 +166,10 @@ func (r *Receiver) exportHTTP(w http.ResponseWriter, req *http.Request, format b
 	*bp = body[:0]
 	if err != nil {
 		return r.bodyRefusal(err, max)
+	}
+	if format == formatProtobuf && r.skipUnwanted(body, &r.c.spansHTTPProtobuf) {
+		writeExportResponse(w, format, conversion{})
+		return nil
 	}
 	ereq, ref := r.decodeExport(body, format, &res)
 	if ref != nil {

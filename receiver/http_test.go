@@ -397,9 +397,10 @@ func TestHTTPQueueFull(t *testing.T) {
 	}
 }
 
-// With every decode slot taken, an export is refused at once with 429.
+// With every decode slot taken, an export is refused with 429 (at once,
+// with AdmissionWait negative; admission_test.go has the waits).
 func TestHTTPBusy(t *testing.T) {
-	r := startReceiver(t, Options{MaxConcurrentExports: 1, RetryAfter: time.Second})
+	r := startReceiver(t, Options{MaxConcurrentExports: 1, RetryAfter: time.Second, AdmissionWait: -1})
 	pr, pw := io.Pipe()
 	done := make(chan int)
 	go func() {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
@@ -29,19 +30,29 @@ func (r *Receiver) checkStopping() *refusal {
 // MaxConcurrentExports exports are already in flight. An admitted export
 // holds a slot until leave.
 func (r *Receiver) enter(expect int64) *refusal {
+	return r.refusedUnless(r.tryEnter(expect))
+}
+
+// tryEnter is enter without counting: outcomeAccepted when admitted (a
+// slot taken), else outcomeQueueFull or outcomeBusy and the message.
+func (r *Receiver) tryEnter(expect int64) (outcome, string) {
 	if err := r.q.admit(expect); err != nil {
-		return r.refuse(outcomeQueueFull, err.Error())
+		return outcomeQueueFull, err.Error()
 	}
 	select {
 	case r.slots <- struct{}{}:
-		return nil
+		return outcomeAccepted, ""
 	default:
-		return r.refuse(outcomeBusy, fmt.Sprintf("%d exports are already being decoded; retry later", cap(r.slots)))
+		return outcomeBusy, fmt.Sprintf("%d exports are already being decoded; retry later", cap(r.slots))
 	}
 }
 
-// leave releases the slot of an export enter admitted.
-func (r *Receiver) leave() { <-r.slots }
+// leave releases the slot of an export enter admitted, and wakes an export
+// waiting for room.
+func (r *Receiver) leave() {
+	<-r.slots
+	r.waits.notify()
+}
 
 // decodeExport pre-scans an export body (scanProtoExport or
 // scanJSONExport), charges its decode cost on res, and only then decodes
@@ -83,6 +94,43 @@ func (r *Receiver) decodeExport(body []byte, format bodyFormat, res *reservation
 		return ptraceotlp.ExportRequest{}, r.refuse(outcomeBadRequest, "undecodable OTLP "+format.String()+" export: "+truncate(err.Error(), 200))
 	}
 	return ereq, nil
+}
+
+// SpanFilter is an optional interface of Options.Sink. WantsSpans reports
+// whether the sink can use any span now (false: the daemon with no run
+// attached, where no span can be routed anywhere). While it reports false,
+// a protobuf export (OTLP/HTTP or gRPC) the receiver can prove decodable
+// with every span valid by one walk of its wire bytes (skipScanProto) is
+// accepted on that walk alone — not decoded, converted or queued — and its
+// spans are handed to SkipSpans as a count instead of one by one to Write;
+// any other export takes the full path. The choice is made when the export
+// arrives. SkipSpans is called from the receiver's handlers: concurrently
+// with Write and with itself.
+type SpanFilter interface {
+	WantsSpans() bool
+	SkipSpans(n int)
+}
+
+// skipUnwanted accepts a protobuf export whose spans the sink does not want
+// (see SpanFilter) on its wire walk alone, counting its spans as accepted
+// on path (the per-transport counter), delivered and skipped, and reports
+// whether it did. An export the walk cannot vouch for (false) takes the
+// full path.
+func (r *Receiver) skipUnwanted(body []byte, path *atomic.Int64) bool {
+	f, ok := r.opts.Sink.(SpanFilter)
+	if !ok || f.WantsSpans() || r.stopping.Load() {
+		return false
+	}
+	n, ok := skipScanProto(body, scanLimits{maxElements: r.opts.MaxExportElements, maxDepth: r.opts.MaxValueDepth})
+	if !ok {
+		return false
+	}
+	f.SkipSpans(n)
+	r.c.exportsAccepted.Add(1)
+	path.Add(int64(n))
+	r.c.spansDelivered.Add(int64(n))
+	r.c.spansSkipped.Add(int64(n))
+	return true
 }
 
 // accept converts and queues the spans of one export. wireBytes sizes the

@@ -33,6 +33,7 @@ func (r *Receiver) consume() {
 		r.c.spansDelivered.Add(int64(delivered))
 		r.c.spansDropped.Add(int64(len(batch) - delivered))
 		r.q.done(len(batch), size)
+		r.waits.notify()
 	}
 }
 

@@ -57,6 +57,14 @@ const (
 	DefaultQueueBytes = 64 << 20
 	// DefaultMaxConcurrentExports bounds the exports read and decoded at once.
 	DefaultMaxConcurrentExports = 8
+	// DefaultAdmissionWait bounds how long an OTLP/HTTP export waits, its
+	// body unread, for room before it is refused: 2 s, under the 5 s
+	// timeout of a Collector's exporter and the SDKs' 10 s.
+	DefaultAdmissionWait = 2 * time.Second
+	// DefaultMaxWaitingExports bounds the OTLP/HTTP exports waiting for
+	// room at once: 1,024 (about 20 MiB of connection buffers and
+	// goroutines; no body is read while waiting).
+	DefaultMaxWaitingExports = 1024
 	// DefaultRetryAfter is the Retry-After / RetryInfo delay of a refusal.
 	DefaultRetryAfter = time.Second
 	// DefaultReadTimeout bounds reading one HTTP request (headers and body)
@@ -75,7 +83,8 @@ type Options struct {
 	// slow sink fills the queue, and exporters are then told to retry (503 /
 	// Unavailable). The first Write error is kept (WriteErr); later spans are
 	// still handed on. Nil discards the spans (they still count as
-	// delivered). The Receiver never closes the sink.
+	// delivered). The Receiver never closes the sink. A sink that is a
+	// SpanFilter is asked before each export whether it wants spans at all.
 	Sink artifact.Sink
 	// MaxBodyBytes bounds an HTTP body after gzip decompression (413
 	// beyond) and a gRPC message after decompression (the gRPC server's
@@ -110,6 +119,15 @@ type Options struct {
 	// (429 / ResourceExhausted with RetryInfo). Memory held by exports in
 	// flight is bounded by MemoryLimitBytes, plus the queue.
 	MaxConcurrentExports int
+	// AdmissionWait bounds how long an OTLP/HTTP export that finds no room
+	// (the queue near full, or MaxConcurrentExports in flight) waits for
+	// it, its body unread so that TCP flow control throttles the sender,
+	// before it is refused (503 / 429 with Retry-After); negative: refused
+	// at once. gRPC exports never wait.
+	AdmissionWait time.Duration
+	// MaxWaitingExports bounds the OTLP/HTTP exports waiting at once;
+	// beyond it an export without room is refused at once.
+	MaxWaitingExports int
 	// RetryAfter is the delay advertised with 429/503 (Retry-After, whole
 	// seconds rounded up) and gRPC refusals (RetryInfo).
 	RetryAfter time.Duration
@@ -144,6 +162,12 @@ func (o *Options) setDefaults() {
 	}
 	if o.MaxConcurrentExports <= 0 {
 		o.MaxConcurrentExports = DefaultMaxConcurrentExports
+	}
+	if o.AdmissionWait == 0 {
+		o.AdmissionWait = DefaultAdmissionWait
+	}
+	if o.MaxWaitingExports <= 0 {
+		o.MaxWaitingExports = DefaultMaxWaitingExports
 	}
 	if o.RetryAfter <= 0 {
 		o.RetryAfter = DefaultRetryAfter
@@ -190,6 +214,8 @@ type Receiver struct {
 	drains chan struct{} // large refused bodies being drained now (leaveUnread)
 	mem    memLimiter
 	q      queue
+	waits  waitList  // HTTP exports waiting for room (enterWaiting)
+	timer  timerFunc // the clock of those waits
 
 	stopping     atomic.Bool
 	abort        atomic.Bool
@@ -219,7 +245,7 @@ type counters struct {
 	queueFull, busy, tooLarge, badRequests, unsupportedMedia     atomic.Int64
 	tooComplex, memoryBusy                                       atomic.Int64
 	methodNotAllowed, notFound, afterStop, timeouts, partialSucc atomic.Int64
-	exportsAccepted, closedUnread                                atomic.Int64
+	exportsAccepted, closedUnread, exportsWaited, spansSkipped   atomic.Int64
 }
 
 // New returns a Receiver and starts its consumer goroutine. Serve it with
@@ -232,7 +258,9 @@ func New(opts Options) *Receiver {
 		slots:        make(chan struct{}, opts.MaxConcurrentExports),
 		drains:       make(chan struct{}, maxLargeDrains),
 		consumerDone: make(chan struct{}),
+		timer:        realTimer,
 	}
+	r.waits.max = opts.MaxWaitingExports
 	r.mem.limit = opts.MemoryLimitBytes
 	r.q.init(opts.QueueSpans, opts.QueueBytes)
 	r.grpc = grpc.NewServer(r.grpcServerOptions()...)
@@ -377,6 +405,7 @@ func (r *Receiver) Shutdown(ctx context.Context) error {
 
 func (r *Receiver) shutdown(ctx context.Context) error {
 	r.stopping.Store(true)
+	r.waits.close()
 	r.mu.Lock()
 	r.listened = true // no Listen after this
 	srv := r.httpSrv

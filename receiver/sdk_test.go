@@ -147,10 +147,11 @@ func TestOTelSDKGRPCExporter(t *testing.T) {
 	}
 }
 
-// An HTTP exporter with retries off sees the 503 of a full queue.
+// An HTTP exporter with retries off sees the 503 of a full queue, after
+// its export waited AdmissionWait for room.
 func TestOTelSDKHTTPExporterSeesQueueFull(t *testing.T) {
 	release := make(chan struct{})
-	r := startReceiver(t, Options{QueueSpans: 5, Sink: artifact.SinkFunc(func(artifact.Record) error { <-release; return nil })})
+	r := startReceiver(t, Options{QueueSpans: 5, AdmissionWait: time.Millisecond, Sink: artifact.SinkFunc(func(artifact.Record) error { <-release; return nil })})
 	defer close(release)
 	exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(tracesURL(r)),
 		otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}))

@@ -12,18 +12,19 @@ import (
 )
 
 // compareTargets are the receivers -compare measures, in the order of each run.
-var compareTargets = []string{"collector", "file", "noop"}
+var compareTargets = []string{"collector", "file", "noop", "norun"}
 
 // compareNames describe each target in the table.
 var compareNames = map[string]string{
 	"collector": "otelcol v0.165.0: otlp receiver → nop exporter",
 	"file":      "inferprobe: real path (span → infer.vllm_span → artifact file)",
-	"noop":      "inferprobe: no-op path (spans of no run, no sink)",
+	"noop":      "inferprobe: no-op path (decoded, converted, no sink)",
+	"norun":     "inferprobe: daemon, no run attached (spans unrouted)",
 }
 
 // runCompare measures, runs times in turn, the capacity (spans/s accepted from cfg.clients
 // back-to-back senders over cfg.calibrate, and per receiver CPU-second) of the Collector at
-// collectorBin and of this receiver's file and noop paths, over OTLP/HTTP protobuf and gRPC,
+// collectorBin and of this receiver's file, noop and norun paths, over OTLP/HTTP protobuf and gRPC,
 // each process with GOMAXPROCS=cfg.procs pinned to cfg.cpus; then prints the medians (min–max)
 // and each inferprobe path's ratio to the Collector.
 func runCompare(cfg config, collectorBin string, runs int) error {

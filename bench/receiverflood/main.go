@@ -5,7 +5,7 @@
 // The receiver runs in a child process (this binary with -serve), consuming every span the way
 // `inferprobe profile` does (-consumer file: each span's infer.vllm_span line written by an
 // artifact.Writer into a file, removed at exit; marshal: the line encoded and dropped; noop:
-// no sink, the spans of no run), with GOMAXPROCS=-procs, pinned with taskset to -taskset CPUs
+// no sink; norun: the daemon's span feed with no run attached, norun.go), with GOMAXPROCS=-procs, pinned with taskset to -taskset CPUs
 // when given. The parent first measures the receiver's capacity (spans/s accepted with -clients
 // senders posting back to back), then offers -factor times that rate for -duration as an open
 // loop: exports of -batch vLLM-like spans over -transport (http: OTLP/HTTP protobuf; grpc:
@@ -27,8 +27,9 @@
 // receiver's CPU microseconds per refusal.
 //
 // With -compare it measures capacities side by side (compare.go): an OpenTelemetry Collector
-// (-collector BINARY: otlp receiver → nop exporter) against this receiver's real path (file)
-// and its no-op path (noop), HTTP and gRPC, -runs times alternating.
+// (-collector BINARY: otlp receiver → nop exporter) against this receiver's real path (file),
+// its no-op path (noop: decoded and converted, no sink) and the daemon's path with no run
+// attached (norun), HTTP and gRPC, -runs times alternating.
 //
 // Usage: go run ./bench/receiverflood [-factor 10] [-duration 10s] [-procs 1] [-transport http|grpc] [-bombs]
 package main
@@ -65,7 +66,7 @@ func main() {
 	runs := flag.Int("runs", 3, "with -compare: runs of each target, alternating")
 	procs := flag.Int("procs", 1, "GOMAXPROCS of the receiver process")
 	cpus := flag.String("taskset", "", "pin the receiver process to these CPUs (taskset -c LIST); empty: not pinned")
-	consumer := flag.String("consumer", "file", "what the consumer does with each span: file (its artifact line into a file), marshal (encode the line) or noop")
+	consumer := flag.String("consumer", "file", "what the consumer does with each span: file (its artifact line into a file), marshal (encode the line), noop (no sink) or norun (the daemon with no run attached: see norun.go)")
 	transport := flag.String("transport", "http", "the flood's protocol: http (OTLP/HTTP protobuf) or grpc")
 	factor := flag.Float64("factor", 10, "offered load as a multiple of the measured capacity")
 	duration := flag.Duration("duration", 10*time.Second, "flood duration")
@@ -140,10 +141,12 @@ func runServer(procs int, consumer string) {
 			return err
 		})
 	case "noop":
+	case "norun":
+		sink = &noRunFeed{}
 	case "stall": // returns only at SIGTERM: the queue fills and every later export is refused before it is read
 		sink = artifact.SinkFunc(func(artifact.Record) error { <-unstall; return nil })
 	default:
-		fmt.Fprintf(os.Stderr, "-consumer %q: want file, marshal or noop\n", consumer)
+		fmt.Fprintf(os.Stderr, "-consumer %q: want file, marshal, noop or norun\n", consumer)
 		os.Exit(2)
 	}
 	r := receiver.New(receiver.Options{SessionID: "flood", RunID: "flood", Sink: sink})
