@@ -232,29 +232,27 @@ type Streaming struct {
 // StreamingOf computes the streaming block.
 func StreamingOf(requests []Request) Streaming {
 	s := Streaming{Granularity: "chunk", Note: ChunkNote}
-	responses, totalGaps := 0, 0
+	streamed := func(r *Request) bool { return r.Status == StatusOK && r.Stream && r.TTFTMS != nil }
 	for i := range requests {
-		if r := &requests[i]; r.Status == StatusOK && r.Stream && r.TTFTMS != nil {
-			responses++
-			totalGaps += len(r.ChunkInterarrivalMS)
+		if streamed(&requests[i]) {
+			s.Responses++
 		}
 	}
-	chunks := make([]float64, 0, responses)
-	gaps := make([]float64, 0, totalGaps)
+	chunks := make([]float64, 0, s.Responses)
 	var tokens, counted int64
+	gaps := 0
 	for i := range requests {
 		r := &requests[i]
-		if r.Status != StatusOK || !r.Stream || r.TTFTMS == nil {
+		if !streamed(r) {
 			continue
 		}
-		s.Responses++
 		n := 0
 		for _, g := range r.ChunkInterarrivalMS {
 			if finite(g) {
-				gaps = append(gaps, g)
 				n++
 			}
 		}
+		gaps += n
 		chunks = append(chunks, float64(n+1))
 		if r.OutputTokenSource == artifact.TokenSourceServerUsage && r.OutputTokens != nil {
 			tokens += *r.OutputTokens
@@ -262,8 +260,16 @@ func StreamingOf(requests []Request) Streaming {
 		}
 	}
 	s.ContentChunksPerResponse = spread95(chunks)
-	g := spread95(gaps)
-	s.ChunkInterarrivalMs = ChunkGaps{P50: g.P50, P95: g.P95, Max: g.Max, N: len(gaps)}
+	g := spread95Of(func(yield func(float64)) {
+		for i := range requests {
+			if r := &requests[i]; streamed(r) {
+				for _, v := range r.ChunkInterarrivalMS {
+					yield(v)
+				}
+			}
+		}
+	})
+	s.ChunkInterarrivalMs = ChunkGaps{P50: g.P50, P95: g.P95, Max: g.Max, N: gaps}
 	if counted > 0 {
 		s.MeanTokensPerChunk = f64Ptr(float64(tokens) / float64(counted))
 	}

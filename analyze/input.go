@@ -135,7 +135,7 @@ func readFrom(ctx context.Context, r io.Reader, path string, o readOptions) (*In
 	var wg sync.WaitGroup
 	defer wg.Wait() // after cancel (deferred below, so it runs first): nothing outlives the file
 	defer cancel()
-	rc := newRecycler(o.workers + 2)
+	rc := newRecycler(2*o.workers + 4) // the blocks in flight: queued in order, decoding, merging
 	order := startDecoding(ctx, &wg, r, o, rc)
 	m := newMerger(path)
 	for b := range order {

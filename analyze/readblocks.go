@@ -172,7 +172,9 @@ func newRecycler(free int) *recycler {
 	return &recycler{data: make(chan []byte, free), items: make(chan []blockItem, free)}
 }
 
-// buffer returns an empty byte slice with a capacity of at least n.
+// buffer returns an empty byte slice with a capacity of at least n. A new one gets 1/16
+// more, so that a recycled block buffer still fits the next block and its carried partial
+// line (a block's capacity plus a line) instead of being dropped for a slightly larger one.
 func (rc *recycler) buffer(n int) []byte {
 	select {
 	case b := <-rc.data:
@@ -181,7 +183,7 @@ func (rc *recycler) buffer(n int) []byte {
 		}
 	default:
 	}
-	return make([]byte, 0, n)
+	return make([]byte, 0, n+n/16)
 }
 
 // release hands back a block's bytes once nothing reads them any more.
