@@ -56,6 +56,7 @@ func sameInput(t testing.TB, label string, got, want *Input, gotErr, wantErr err
 	if !reflect.DeepEqual(got.Artifact, want.Artifact) {
 		t.Fatalf("%s: artifact\n got %+v\nwant %+v", label, got.Artifact, want.Artifact)
 	}
+	got.Cases = unpacked(got.Cases)
 	if !reflect.DeepEqual(got.Cases, want.Cases) {
 		for id := range want.Cases {
 			for i := range want.Cases[id] {
@@ -69,6 +70,19 @@ func sameInput(t testing.TB, label string, got, want *Input, gotErr, wantErr err
 	if !reflect.DeepEqual(got.Warmup, want.Warmup) {
 		t.Fatalf("%s: warmup join keys\n got %+v\nwant %+v", label, got.Warmup, want.Warmup)
 	}
+}
+
+// unpacked is cases with every request's chunk gaps back in ChunkInterarrivalMS (Record).
+func unpacked(cases map[string][]Request) map[string][]Request {
+	out := map[string][]Request{}
+	for id, rs := range cases {
+		list := make([]Request, len(rs))
+		for i := range rs {
+			list[i] = Request{Request: *rs[i].Record(), Span: rs[i].Span, SpanMissingReason: rs[i].SpanMissingReason, ServerAdmitted: rs[i].ServerAdmitted}
+		}
+		out[id] = list
+	}
+	return out
 }
 
 // fullRequest is an infer.request v1 record with every field set to a non-zero value: each

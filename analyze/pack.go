@@ -24,6 +24,7 @@ type packer struct {
 	text   strings.Builder
 	ints   []int64
 	floats []float64
+	ns     []int32 // packed chunk gaps (packGaps)
 	strs   []string
 	names  map[string]string
 	ptrs   map[string]*string // the shared pointers of internPtr
@@ -263,6 +264,20 @@ func (p *packer) record(r *artifact.Request) artifact.Request {
 	} else {
 		out.RequestID = p.str(r.RequestID)
 	}
+	return out
+}
+
+// request is the analysis view of r: record's copy, with its chunk gaps packed as whole
+// nanoseconds (ChunkInterarrivalMS nil) when packGaps can. r is left as it was.
+func (p *packer) request(r *artifact.Request) Request {
+	first, n, ok := p.packGaps(r.ChunkInterarrivalMS)
+	if !ok {
+		return Request{Request: p.record(r)}
+	}
+	gaps := r.ChunkInterarrivalMS
+	r.ChunkInterarrivalMS = nil
+	out := Request{Request: p.record(r), gapCount: n, gapNS: first}
+	r.ChunkInterarrivalMS = gaps
 	return out
 }
 

@@ -85,7 +85,7 @@ func decodeBlock(rd artifact.Reader, p *packer, data []byte, items []blockItem) 
 		case *artifact.Request:
 			it := blockItem{request: true, measured: v.Phase == artifact.PhaseMeasured, session: p.intern(v.SessionID)}
 			if it.measured {
-				it.req = Request{Request: p.record(v)}
+				it.req = p.request(v)
 			} else {
 				it.warmup, it.sent = p.joinKeys(v)
 			}

@@ -43,7 +43,7 @@ func (s *Sink) WriteInput(in *analyze.Input) error {
 	for _, id := range ids {
 		rs := in.Cases[id]
 		for i := range rs {
-			if err := s.Write(&rs[i].Request); err != nil {
+			if err := s.Write(rs[i].Record()); err != nil { // its chunk gaps as recorded
 				return err
 			}
 		}
