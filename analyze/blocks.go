@@ -292,21 +292,18 @@ type Lengths struct {
 func TokensOf(requests []Request) (Tokens, Lengths) {
 	t := Tokens{OutputTokenSources: []string{}}
 	sources := map[string]struct{}{}
-	var prompt, output []float64
+	ok := 0
 	for i := range requests {
 		r := &requests[i]
 		if r.Status != StatusOK {
 			continue
 		}
+		ok++
 		if r.OutputTokens != nil {
 			t.OutputTokens += *r.OutputTokens
-			output = append(output, float64(*r.OutputTokens))
 		}
 		if r.TotalTokens != nil {
 			t.TotalTokens += *r.TotalTokens
-		}
-		if r.PromptTokens != nil {
-			prompt = append(prompt, float64(*r.PromptTokens))
 		}
 		src := r.OutputTokenSource
 		if src == "" {
@@ -318,7 +315,20 @@ func TokensOf(requests []Request) (Tokens, Lengths) {
 		t.OutputTokenSources = append(t.OutputTokenSources, s)
 	}
 	sort.Strings(t.OutputTokenSources)
-	return t, Lengths{PromptTokens: spread4(prompt), OutputTokens: spread4(output)}
+	// one buffer for both lengths, filled in turn
+	values := make([]float64, 0, ok)
+	spread := func(count func(r *Request) *int64) Spread4 {
+		values = values[:0]
+		for i := range requests {
+			if r := &requests[i]; r.Status == StatusOK && count(r) != nil {
+				values = append(values, float64(*count(r)))
+			}
+		}
+		return spread4(values)
+	}
+	prompt := spread(func(r *Request) *int64 { return r.PromptTokens })
+	output := spread(func(r *Request) *int64 { return r.OutputTokens })
+	return t, Lengths{PromptTokens: prompt, OutputTokens: output}
 }
 
 // LegacyLatency is the report's quick latency_ms block over successful requests (ms, linear

@@ -80,6 +80,9 @@ func startDecoding(ctx context.Context, wg *sync.WaitGroup, r io.Reader, o readO
 // decodeBlock reads one block with artifact.Reader.ReadBytes, packing measured requests with p, into
 // items (an empty list to append to).
 func decodeBlock(rd artifact.Reader, p *packer, data []byte, items []blockItem) blockResult {
+	if n := bytes.Count(data, newline) + 1; cap(items) < n {
+		items = make([]blockItem, 0, n) // at most one record a line: the list never grows
+	}
 	st, err := rd.ReadBytes(data, func(rec artifact.Line) error {
 		switch v := rec.Value.(type) {
 		case *artifact.Request:
@@ -99,6 +102,8 @@ func decodeBlock(rd artifact.Reader, p *packer, data []byte, items []blockItem) 
 	})
 	return blockResult{items: items, stats: st, err: err}
 }
+
+var newline = []byte{'\n'}
 
 // splitBlocks cuts the file into blocks that end at a newline (the final one at EOF) and
 // hands each to the workers (work) and, in file order, to the merger (order). A line longer
