@@ -90,7 +90,8 @@ func ArrivalMode(requests []Request, w *artifact.PhaseWindow) string {
 // ArrivalsOf computes the arrivals block.
 func ArrivalsOf(requests []Request, w *artifact.PhaseWindow) Arrivals {
 	a := Arrivals{Mode: ArrivalMode(requests, w), Offered: len(requests), Failed: map[string]int{}}
-	lags := make([]float64, 0, len(requests))
+	lags := getFloats(len(requests))
+	defer func() { putFloats(lags) }()
 	intents, lo, hi := 0, int64(0), int64(0) // how many intended_at_ns, their least and greatest
 	for i := range requests {
 		r := &requests[i]
@@ -238,7 +239,8 @@ func StreamingOf(requests []Request) Streaming {
 			s.Responses++
 		}
 	}
-	chunks := make([]float64, 0, s.Responses)
+	chunks := getFloats(s.Responses)
+	defer func() { putFloats(chunks) }()
 	var tokens, counted int64
 	gaps := 0
 	for i := range requests {
@@ -316,7 +318,8 @@ func TokensOf(requests []Request) (Tokens, Lengths) {
 	}
 	sort.Strings(t.OutputTokenSources)
 	// one buffer for both lengths, filled in turn
-	values := make([]float64, 0, ok)
+	values := getFloats(ok)
+	defer func() { putFloats(values) }()
 	spread := func(count func(r *Request) *int64) Spread4 {
 		values = values[:0]
 		for i := range requests {
@@ -343,7 +346,8 @@ func LegacyLatency(requests []Request) map[string]*float64 {
 	}
 	// one buffer, refilled per metric: a quarter of the memory of four lists, for three more
 	// passes over the requests
-	values := make([]float64, 0, ok)
+	values := getFloats(ok)
+	defer func() { putFloats(values) }()
 	out := map[string]*float64{}
 	put := func(name string, metric func(values []float64, r *Request) []float64, levels ...int) {
 		values = values[:0]

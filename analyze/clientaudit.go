@@ -71,7 +71,8 @@ func ClientAuditOf(requests []Request, w *artifact.PhaseWindow) ClientAudit {
 
 // scheduleFrom sets the dispatch-lag and rate figures and the held/dropped counts.
 func (a *ClientAudit) scheduleFrom(requests []Request) {
-	lags := make([]float64, 0, len(requests))
+	lags := getFloats(len(requests))
+	defer func() { putFloats(lags) }()
 	var intended, dispatched timeSpan
 	for i := range requests {
 		r := &requests[i]

@@ -19,7 +19,8 @@ func repeats(n int, key func(i int) (string, bool)) int {
 	seed := maphash.MakeSeed()
 	shift := uint(bits.Len(uint(n - 1))) // index bits
 	mask := uint64(1)<<shift - 1
-	entries := make([]uint64, 0, n)
+	entries := getHashes(n)
+	defer func() { putHashes(entries) }()
 	for i := range n {
 		if k, ok := key(i); ok {
 			entries = append(entries, maphash.String(seed, k)&^mask|uint64(i))
