@@ -262,6 +262,16 @@ func TestReadInputMatchesSequentialRead(t *testing.T) {
 	}
 	a.Requests = nil
 	got, err := ReadInput(context.Background(), path)
+	if err != nil || got.Cases["c1"][1].gapNS == nil || got.Cases["c1"][1].ChunkInterarrivalMS != nil {
+		t.Fatalf("ReadInput (%v): the gaps [1.5 2.25 3] are not packed: %+v", err, got.Cases["c1"][1])
+	}
+	records, err := ReadInputRecords(context.Background(), path)
+	for _, r := range records.Cases["c1"] {
+		if r.gapNS != nil || r.Record() != &r.Request {
+			t.Fatalf("ReadInputRecords: packed gaps %v", r.ChunkGapsMS())
+		}
+	}
+	sameInput(t, "records", records, want, err, nil)
 	sameInput(t, "file", got, want, err, nil)
 	// requests were packed: RequestID shares the tail of an inferprobe x_request_id
 	r0 := got.Cases["c1"][1]

@@ -28,6 +28,8 @@ type packer struct {
 	strs   []string
 	names  map[string]string
 	ptrs   map[string]*string // the shared pointers of internPtr
+	// keepGaps: request leaves chunk gaps as float64 (ReadInputRecords)
+	keepGaps bool
 }
 
 const (
@@ -270,6 +272,9 @@ func (p *packer) record(r *artifact.Request) artifact.Request {
 // request is the analysis view of r: record's copy, with its chunk gaps packed as whole
 // nanoseconds (ChunkInterarrivalMS nil) when packGaps can. r is left as it was.
 func (p *packer) request(r *artifact.Request) Request {
+	if p.keepGaps {
+		return Request{Request: p.record(r)}
+	}
 	first, n, ok := p.packGaps(r.ChunkInterarrivalMS)
 	if !ok {
 		return Request{Request: p.record(r)}

@@ -59,7 +59,7 @@ func startDecoding(ctx context.Context, wg *sync.WaitGroup, r io.Reader, o readO
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var p packer
+			p := packer{keepGaps: o.keepGaps}
 			rd := artifact.Reader{MaxLineBytes: o.maxLineBytes, ReuseRequests: true} // packer copies what it keeps
 			for b := range work {
 				if b.err != nil {
