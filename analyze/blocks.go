@@ -242,7 +242,7 @@ func StreamingOf(requests []Request) Streaming {
 	chunks := getFloats(s.Responses)
 	defer func() { putFloats(chunks) }()
 	var tokens, counted int64
-	gaps := 0
+	gaps, hi := 0, math.Inf(-1) // finite gaps, their maximum
 	for i := range requests {
 		r := &requests[i]
 		if !streamed(r) {
@@ -252,6 +252,9 @@ func StreamingOf(requests []Request) Streaming {
 		r.eachGap(func(g float64) {
 			if finite(g) {
 				n++
+				if g > hi { // maxOf's rule: the first of equal maxima
+					hi = g
+				}
 			}
 		})
 		gaps += n
@@ -262,7 +265,7 @@ func StreamingOf(requests []Request) Streaming {
 		}
 	}
 	s.ContentChunksPerResponse = spread95(chunks)
-	g := spread95Of(func(yield func(float64)) {
+	g := spread95Counted(gaps, hi, func(yield func(float64)) {
 		for i := range requests {
 			if r := &requests[i]; streamed(r) {
 				r.eachGap(yield)

@@ -25,9 +25,17 @@ func spread95Of(each func(yield func(float64))) Spread95 {
 	each(func(v float64) {
 		if finite(v) {
 			n++
-			hi = max(hi, v)
+			if v > hi { // maxOf's rule: the first of equal maxima
+				hi = v
+			}
 		}
 	})
+	return spread95Counted(n, hi, each)
+}
+
+// spread95Counted is spread95Of for a caller that has counted the n finite values and found
+// their maximum hi already (one pass fewer).
+func spread95Counted(n int, hi float64, each func(yield func(float64))) Spread95 {
 	if n == 0 {
 		return Spread95{}
 	}

@@ -86,7 +86,7 @@ func decodeBlock(rd artifact.Reader, p *packer, data []byte, items []blockItem) 
 	st, err := rd.ReadBytes(data, func(rec artifact.Line) error {
 		switch v := rec.Value.(type) {
 		case *artifact.Request:
-			it := blockItem{request: true, measured: v.Phase == artifact.PhaseMeasured, session: p.intern(v.SessionID)}
+			it := blockItem{request: true, measured: v.Phase == artifact.PhaseMeasured, session: p.internAt(slotSession, v.SessionID)}
 			if it.measured {
 				it.req = p.request(v)
 			} else {
