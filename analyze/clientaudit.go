@@ -3,7 +3,6 @@ package analyze
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 
 	"github.com/inferprobe/inferprobe/artifact"
@@ -91,7 +90,7 @@ func (a *ClientAudit) scheduleFrom(requests []Request) {
 		lags = append(lags, *r.DispatchLagMS)
 		dispatched.add(float64(*r.IntendedAtNS) + *r.DispatchLagMS*1e6)
 	}
-	sort.Float64s(lags)
+	sortFloats(lags)
 	if p99, ok := Quantile(lags, 0.99); ok {
 		a.DispatchLagP99Ms = f64Ptr(p99)
 	}

@@ -270,7 +270,7 @@ func LatencyOf(requests []Request, rule Rule, withServer bool) LatencyBlock {
 				missing++
 			}
 		}
-		sort.Float64s(values)
+		sortFloats(values)
 		var elapsed []float64
 		if key == artifact.MetricE2E {
 			elapsed = timeouts

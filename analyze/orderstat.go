@@ -3,6 +3,7 @@ package analyze
 import (
 	"math"
 	"slices"
+	"unsafe"
 )
 
 // smallSpread is the value count up to which spread95Of copies the values and selects in
@@ -123,3 +124,74 @@ func orderStats(each func(yield func(float64)), n int, ks []int) map[int]float64
 	}
 	return out
 }
+
+// radixMin is the length from which sortFloats sorts by radix instead of comparisons.
+const radixMin = 1 << 12
+
+// sortFloats sorts values ascending as sort.Float64s does (the same sorted values; of equal
+// values only −0 and +0 can be told apart, and sortFloats puts −0 first). From radixMin
+// values without NaN it sorts their order keys (orderKey) by least-significant-digit radix,
+// radixBits a pass (a pass is skipped when every key has the same digit), the keys held in
+// the values' own memory and one list from hashScratch: linear time where comparison
+// sorting takes n·log n.
+func sortFloats(values []float64) {
+	if len(values) < radixMin || slices.ContainsFunc(values, math.IsNaN) {
+		slices.Sort(values) // NaN: sort.Float64s's order
+		return
+	}
+	// the keys take the values' own memory: each value becomes its key in place, and back
+	keys := unsafe.Slice((*uint64)(unsafe.Pointer(&values[0])), len(values))
+	for i, v := range values {
+		keys[i] = orderKey(v)
+	}
+	radixSort(keys)
+	for i, k := range keys {
+		values[i] = fromOrderKey(k)
+	}
+}
+
+// fromOrderKey is orderKey's inverse.
+func fromOrderKey(k uint64) float64 {
+	if k>>63 == 1 {
+		return math.Float64frombits(k &^ (1 << 63))
+	}
+	return math.Float64frombits(^k)
+}
+
+// radixSort sorts keys ascending, radixBits a pass from the lowest, through a second list
+// from hashScratch.
+func radixSort(keys []uint64) {
+	tmp := getHashes(len(keys))[:len(keys)]
+	defer func() { putHashes(tmp) }()
+	src, dst := keys, tmp
+	var counts [1 << radixBits]int
+	for shift := uint(0); shift < 64; shift += radixBits {
+		clear(counts[:])
+		for _, k := range src {
+			counts[k>>shift&radixMask]++
+		}
+		if counts[src[0]>>shift&radixMask] == len(src) {
+			continue // one digit for all: this pass changes nothing
+		}
+		sum := 0
+		for d, c := range counts {
+			counts[d] = sum
+			sum += c
+		}
+		for _, k := range src {
+			d := k >> shift & radixMask
+			dst[counts[d]] = k
+			counts[d]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &keys[0] {
+		copy(keys, src)
+	}
+}
+
+// radixBits is the digit of radixSort: 2^11 counters stay in the first-level cache.
+const (
+	radixBits = 11
+	radixMask = 1<<radixBits - 1
+)

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sort"
 	"testing"
 )
 
@@ -61,4 +62,32 @@ func derefF(p *float64) any {
 		return nil
 	}
 	return *p
+}
+
+// sortFloats sorts as sort.Float64s does, below and above radixMin, with ties, negative,
+// infinite and NaN values.
+func TestSortFloatsMatchesSortFloat64s(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 5, radixMin - 1, radixMin, 100_001} {
+		for name, g := range map[string]func() float64{
+			"uniform": func() float64 { return rng.Float64() * 1000 },
+			"signed":  func() float64 { return rng.NormFloat64() * 1e6 },
+			"ties":    func() float64 { return float64(rng.IntN(5)) },
+			"inf":     func() float64 { return []float64{math.Inf(1), math.Inf(-1), 1, 2}[rng.IntN(4)] },
+			"nan":     func() float64 { return []float64{math.NaN(), 1, -3, 2.5}[rng.IntN(4)] },
+		} {
+			got := make([]float64, n)
+			for i := range got {
+				got[i] = g()
+			}
+			want := slices.Clone(got)
+			sort.Float64s(want)
+			sortFloats(got)
+			for i := range got {
+				if math.Float64bits(got[i]) != math.Float64bits(want[i]) && !(math.IsNaN(got[i]) && math.IsNaN(want[i])) {
+					t.Fatalf("%s n=%d: at %d got %v, want %v", name, n, i, got[i], want[i])
+				}
+			}
+		}
+	}
 }
