@@ -3,7 +3,6 @@ package analyze
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 
 	"github.com/inferprobe/inferprobe/artifact"
@@ -79,7 +78,8 @@ func ClientAuditOf(requests []Request, w *artifact.PhaseWindow) ClientAudit {
 
 // scheduleFrom sets the dispatch-lag and rate figures and the held/dropped counts.
 func (a *ClientAudit) scheduleFrom(requests []Request) {
-	lags := make([]float64, 0, len(requests))
+	lags := getFloats(len(requests))
+	defer func() { putFloats(lags) }()
 	var intended, dispatched timeSpan
 	for i := range requests {
 		r := &requests[i]
@@ -101,7 +101,7 @@ func (a *ClientAudit) scheduleFrom(requests []Request) {
 		}
 		dispatched.add(float64(*r.IntendedAtNS) + *r.DispatchLagMS*1e6)
 	}
-	sort.Float64s(lags)
+	sortFloats(lags)
 	if p99, ok := Quantile(lags, 0.99); ok {
 		a.DispatchLagP99Ms = f64Ptr(p99)
 	}

@@ -74,15 +74,17 @@ func (in *Input) Validate() error {
 
 // presizeBudget bounds how many requests ReadInput reserves room for up front, from the
 // workload's declared request count, so that a record claiming huge counts cannot make it
-// allocate more than a real run's worth (a Request is about 490 bytes).
+// allocate more than a real run's worth (a Request is 520 bytes).
 const presizeBudget = 2_000_000
 
 // ReadInput streams the artifact at path straight into the analysis view: each measured
 // infer.request v1 record is copied into its Request as it is read and the decoded record
-// dropped, so memory grows with the analysis view only (about 0.9 KB per request with 16
-// chunk gaps) instead of holding every decoded record as well. The copy equals the record;
-// its strings, numbers and chunk gaps are packed into shared blocks, and repeated values
-// (low-cardinality strings, small integers) share one copy. Warmup requests are counted and
+// dropped, so memory grows with the analysis view only (about 880 bytes per request with 16
+// chunk gaps) instead of holding every decoded record as well. The copy equals the record
+// (Request.Record); its strings, numbers and chunk gaps are packed into shared blocks, chunk
+// gaps that are whole nanoseconds as int32 (ChunkInterarrivalMS nil then: read them with
+// Request.ChunkGapsMS), and repeated values (low-cardinality strings, small integers) share
+// one copy. Warmup requests are counted and
 // only their join keys kept. Every other record is kept as artifact.ReadFileContext keeps it,
 // and a truncated last line is reported in Artifact.Truncated, not as an error.
 //
@@ -98,11 +100,19 @@ func ReadInput(ctx context.Context, path string) (*Input, error) {
 	return readInput(ctx, path, readOptions{})
 }
 
+// ReadInputRecords is ReadInput for writers of the records themselves (tables.WriteInput):
+// every request keeps its chunk gaps in ChunkInterarrivalMS (never packed as int32), so that
+// Request.Record is the embedded record and costs no copy.
+func ReadInputRecords(ctx context.Context, path string) (*Input, error) {
+	return readInput(ctx, path, readOptions{keepGaps: true})
+}
+
 // readOptions tune readInput; zero values mean the defaults.
 type readOptions struct {
-	blockBytes   int // bytes per block before cutting at a newline (4 MiB)
-	workers      int // decoding goroutines (GOMAXPROCS, at most 8)
-	maxLineBytes int // artifact.Reader.MaxLineBytes (artifact.MaxLineBytes)
+	blockBytes   int  // bytes per block before cutting at a newline (4 MiB)
+	workers      int  // decoding goroutines (GOMAXPROCS, at most 8)
+	maxLineBytes int  // artifact.Reader.MaxLineBytes (artifact.MaxLineBytes)
+	keepGaps     bool // chunk gaps stay float64 in ChunkInterarrivalMS (ReadInputRecords)
 }
 
 func readInput(ctx context.Context, path string, o readOptions) (*Input, error) {
@@ -121,7 +131,7 @@ func readFrom(ctx context.Context, r io.Reader, path string, o readOptions) (*In
 	var wg sync.WaitGroup
 	defer wg.Wait() // after cancel (deferred below, so it runs first): nothing outlives the file
 	defer cancel()
-	rc := newRecycler(o.workers + 2)
+	rc := newRecycler(2*o.workers + 4) // the blocks in flight: queued in order, decoding, merging
 	order := startDecoding(ctx, &wg, r, o, rc)
 	m := newMerger(path)
 	for b := range order {

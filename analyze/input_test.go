@@ -56,6 +56,7 @@ func sameInput(t testing.TB, label string, got, want *Input, gotErr, wantErr err
 	if !reflect.DeepEqual(got.Artifact, want.Artifact) {
 		t.Fatalf("%s: artifact\n got %+v\nwant %+v", label, got.Artifact, want.Artifact)
 	}
+	got.Cases = unpacked(got.Cases)
 	if !reflect.DeepEqual(got.Cases, want.Cases) {
 		for id := range want.Cases {
 			for i := range want.Cases[id] {
@@ -69,6 +70,19 @@ func sameInput(t testing.TB, label string, got, want *Input, gotErr, wantErr err
 	if !reflect.DeepEqual(got.Warmup, want.Warmup) {
 		t.Fatalf("%s: warmup join keys\n got %+v\nwant %+v", label, got.Warmup, want.Warmup)
 	}
+}
+
+// unpacked is cases with every request's chunk gaps back in ChunkInterarrivalMS (Record).
+func unpacked(cases map[string][]Request) map[string][]Request {
+	out := map[string][]Request{}
+	for id, rs := range cases {
+		list := make([]Request, len(rs))
+		for i := range rs {
+			list[i] = Request{Request: *rs[i].Record(), Span: rs[i].Span, SpanMissingReason: rs[i].SpanMissingReason, ServerAdmitted: rs[i].ServerAdmitted}
+		}
+		out[id] = list
+	}
+	return out
 }
 
 // fullRequest is an infer.request v1 record with every field set to a non-zero value: each
@@ -248,6 +262,16 @@ func TestReadInputMatchesSequentialRead(t *testing.T) {
 	}
 	a.Requests = nil
 	got, err := ReadInput(context.Background(), path)
+	if err != nil || got.Cases["c1"][1].gapNS == nil || got.Cases["c1"][1].ChunkInterarrivalMS != nil {
+		t.Fatalf("ReadInput (%v): the gaps [1.5 2.25 3] are not packed: %+v", err, got.Cases["c1"][1])
+	}
+	records, err := ReadInputRecords(context.Background(), path)
+	for _, r := range records.Cases["c1"] {
+		if r.gapNS != nil || r.Record() != &r.Request {
+			t.Fatalf("ReadInputRecords: packed gaps %v", r.ChunkGapsMS())
+		}
+	}
+	sameInput(t, "records", records, want, err, nil)
 	sameInput(t, "file", got, want, err, nil)
 	// requests were packed: RequestID shares the tail of an inferprobe x_request_id
 	r0 := got.Cases["c1"][1]

@@ -25,12 +25,19 @@ const (
 // ServerAdmitted is true when a server source confirmed it saw the request. The values the
 // record's pointers point to may be shared with other requests (ReadInput packs equal values
 // once): read them, never write through them.
+//
+// ReadInput may hold the chunk gaps packed instead of in ChunkInterarrivalMS (nil then):
+// read them with ChunkGapsMS, and the record with its gaps with Record.
 type Request struct {
 	artifact.Request
 
 	Span              map[string]any
 	SpanMissingReason string
 	ServerAdmitted    bool
+
+	// gapCount chunk gaps, as whole nanoseconds, start at gapNS when packed (nil otherwise).
+	gapCount int32
+	gapNS    *int32
 }
 
 // heldForSlot reports whether the request waited for a free in-flight slot (held_for_slot

@@ -253,7 +253,8 @@ func LatencyOf(requests []Request, rule Rule, withServer bool) LatencyBlock {
 		timeouts = nil
 	}
 	block := LatencyBlock{Rule: rule, Metrics: make(map[string]MetricLatency, len(keys)), Unsuccessful: unsuccessfulOf(requests)}
-	values := make([]float64, 0, len(requests))
+	values := getFloats(len(requests))
+	defer func() { putFloats(values) }()
 	for _, key := range keys {
 		values = values[:0]
 		missing := 0
@@ -269,7 +270,7 @@ func LatencyOf(requests []Request, rule Rule, withServer bool) LatencyBlock {
 				missing++
 			}
 		}
-		sort.Float64s(values)
+		sortFloats(values)
 		var elapsed []float64
 		if key == artifact.MetricE2E {
 			elapsed = timeouts

@@ -24,9 +24,14 @@ type packer struct {
 	text   strings.Builder
 	ints   []int64
 	floats []float64
+	ns     []int32 // packed chunk gaps (packGaps)
 	strs   []string
 	names  map[string]string
 	ptrs   map[string]*string // the shared pointers of internPtr
+	// keepGaps: request leaves chunk gaps as float64 (ReadInputRecords)
+	keepGaps bool
+	// recent holds the value each internAt slot returned last
+	recent [internSlots]string
 }
 
 const (
@@ -86,6 +91,33 @@ func (p *packer) intern(s string) string {
 	if len(p.names) < maxNames {
 		p.names[v] = v
 	}
+	return v
+}
+
+// The internAt slots: one per interned field of a record.
+const (
+	slotSession = iota
+	slotCase
+	slotPhase
+	slotEndpoint
+	slotModel
+	slotStatus
+	slotPromptSource
+	slotOutputSource
+	slotArrival
+	slotPromptMode
+	internSlots
+)
+
+// internAt is intern, remembering the value per slot (a field of the record): consecutive
+// records mostly repeat a field's value, and comparing with the last one is cheaper than the
+// two map look-ups of intern. The value returned is one intern returned for s.
+func (p *packer) internAt(slot int, s string) string {
+	if v := p.recent[slot]; v == s {
+		return v
+	}
+	v := p.intern(s)
+	p.recent[slot] = v
 	return v
 }
 
@@ -207,41 +239,41 @@ func (p *packer) gaps(v []float64) []float64 {
 // RequestID shares the tail of XRequestID when that is "…-<request_id>".
 func (p *packer) record(r *artifact.Request) artifact.Request {
 	out := artifact.Request{
-		SessionID:           p.intern(r.SessionID),
-		CaseID:              p.intern(r.CaseID),
-		Phase:               p.intern(r.Phase),
+		SessionID:           p.internAt(slotSession, r.SessionID),
+		CaseID:              p.internAt(slotCase, r.CaseID),
+		Phase:               p.internAt(slotPhase, r.Phase),
 		StartedAtNS:         p.i64(r.StartedAtNS),
 		EndedAtNS:           p.i64(r.EndedAtNS),
-		Endpoint:            p.intern(r.Endpoint),
-		Model:               p.intern(r.Model),
+		Endpoint:            p.internAt(slotEndpoint, r.Endpoint),
+		Model:               p.internAt(slotModel, r.Model),
 		Concurrency:         p.i64(r.Concurrency),
 		MaxInFlight:         p.i64(r.MaxInFlight),
 		TargetInputTokens:   r.TargetInputTokens,
 		TargetOutputTokens:  r.TargetOutputTokens,
 		Stream:              r.Stream,
-		Status:              p.intern(r.Status),
+		Status:              p.internAt(slotStatus, r.Status),
 		E2ELatencyMS:        p.f64(r.E2ELatencyMS),
 		TTFTMS:              p.f64(r.TTFTMS),
 		FirstChunkLatencyMS: p.f64(r.FirstChunkLatencyMS),
 		ChunkInterarrivalMS: p.gaps(r.ChunkInterarrivalMS),
 		PromptTokens:        p.i64(r.PromptTokens),
-		PromptTokenSource:   p.intern(r.PromptTokenSource),
+		PromptTokenSource:   p.internAt(slotPromptSource, r.PromptTokenSource),
 		PromptTokenExact:    r.PromptTokenExact,
 		OutputTokens:        p.i64(r.OutputTokens),
-		OutputTokenSource:   p.intern(r.OutputTokenSource),
+		OutputTokenSource:   p.internAt(slotOutputSource, r.OutputTokenSource),
 		OutputTokenExact:    r.OutputTokenExact,
 		TotalTokens:         p.i64(r.TotalTokens),
 		FinishReason:        p.internPtr(r.FinishReason),
 		ErrorType:           p.internPtr(r.ErrorType),
 		ErrorMessage:        p.internPtr(r.ErrorMessage),
 		HTTPStatus:          p.i64(r.HTTPStatus),
-		ArrivalMode:         p.intern(r.ArrivalMode),
+		ArrivalMode:         p.internAt(slotArrival, r.ArrivalMode),
 		RequestIndex:        p.i64(r.RequestIndex),
 		IntendedAtNS:        p.i64(r.IntendedAtNS),
 		DispatchLagMS:       p.f64(r.DispatchLagMS),
 		HeldForSlot:         p.boolPtr(r.HeldForSlot),
 		InFlightAtDispatch:  p.i64(r.InFlightAtDispatch),
-		PromptMode:          p.intern(r.PromptMode),
+		PromptMode:          p.internAt(slotPromptMode, r.PromptMode),
 		PromptID:            p.strPtr(r.PromptID),
 		PrefixGroup:         p.i64(r.PrefixGroup),
 		SharedPrefixTokens:  p.i64(r.SharedPrefixTokens),
@@ -263,6 +295,23 @@ func (p *packer) record(r *artifact.Request) artifact.Request {
 	} else {
 		out.RequestID = p.str(r.RequestID)
 	}
+	return out
+}
+
+// request is the analysis view of r: record's copy, with its chunk gaps packed as whole
+// nanoseconds (ChunkInterarrivalMS nil) when packGaps can. r is left as it was.
+func (p *packer) request(r *artifact.Request) Request {
+	if p.keepGaps {
+		return Request{Request: p.record(r)}
+	}
+	first, n, ok := p.packGaps(r.ChunkInterarrivalMS)
+	if !ok {
+		return Request{Request: p.record(r)}
+	}
+	gaps := r.ChunkInterarrivalMS
+	r.ChunkInterarrivalMS = nil
+	out := Request{Request: p.record(r), gapCount: n, gapNS: first}
+	r.ChunkInterarrivalMS = gaps
 	return out
 }
 

@@ -59,7 +59,7 @@ func startDecoding(ctx context.Context, wg *sync.WaitGroup, r io.Reader, o readO
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var p packer
+			p := packer{keepGaps: o.keepGaps}
 			rd := artifact.Reader{MaxLineBytes: o.maxLineBytes, ReuseRequests: true} // packer copies what it keeps
 			for b := range work {
 				if b.err != nil {
@@ -80,12 +80,15 @@ func startDecoding(ctx context.Context, wg *sync.WaitGroup, r io.Reader, o readO
 // decodeBlock reads one block with artifact.Reader.ReadBytes, packing measured requests with p, into
 // items (an empty list to append to).
 func decodeBlock(rd artifact.Reader, p *packer, data []byte, items []blockItem) blockResult {
+	if n := bytes.Count(data, newline) + 1; cap(items) < n {
+		items = make([]blockItem, 0, n) // at most one record a line: the list never grows
+	}
 	st, err := rd.ReadBytes(data, func(rec artifact.Line) error {
 		switch v := rec.Value.(type) {
 		case *artifact.Request:
-			it := blockItem{request: true, measured: v.Phase == artifact.PhaseMeasured, session: p.intern(v.SessionID)}
+			it := blockItem{request: true, measured: v.Phase == artifact.PhaseMeasured, session: p.internAt(slotSession, v.SessionID)}
 			if it.measured {
-				it.req = Request{Request: p.record(v)}
+				it.req = p.request(v)
 			} else {
 				it.warmup, it.sent = p.joinKeys(v)
 			}
@@ -99,6 +102,8 @@ func decodeBlock(rd artifact.Reader, p *packer, data []byte, items []blockItem) 
 	})
 	return blockResult{items: items, stats: st, err: err}
 }
+
+var newline = []byte{'\n'}
 
 // splitBlocks cuts the file into blocks that end at a newline (the final one at EOF) and
 // hands each to the workers (work) and, in file order, to the merger (order). A line longer
@@ -172,7 +177,9 @@ func newRecycler(free int) *recycler {
 	return &recycler{data: make(chan []byte, free), items: make(chan []blockItem, free)}
 }
 
-// buffer returns an empty byte slice with a capacity of at least n.
+// buffer returns an empty byte slice with a capacity of at least n. A new one gets 1/16
+// more, so that a recycled block buffer still fits the next block and its carried partial
+// line (a block's capacity plus a line) instead of being dropped for a slightly larger one.
 func (rc *recycler) buffer(n int) []byte {
 	select {
 	case b := <-rc.data:
@@ -181,7 +188,7 @@ func (rc *recycler) buffer(n int) []byte {
 		}
 	default:
 	}
-	return make([]byte, 0, n)
+	return make([]byte, 0, n+n/16)
 }
 
 // release hands back a block's bytes once nothing reads them any more.

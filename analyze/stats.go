@@ -206,7 +206,51 @@ func Ranks(n int, p float64, rule Rule) (j, k int, coverage float64, ok bool, er
 	return j, k, coverage, ok, nil
 }
 
+// ranksKey and ranksValue are one entry of rankCache.
+type ranksKey struct {
+	n    int
+	p    float64
+	rule Rule
+}
+
+type ranksValue struct {
+	j, k     int
+	coverage float64
+	ok       bool
+}
+
+// rankCache memoises ranks: the metrics of a case share their sample sizes and levels, so the
+// same binomial window (8,000 terms at n = 500,000) is built once, not once per metric. At
+// most maxRankCache entries; the whole cache is dropped when it is full. Safe for concurrent
+// use.
+var rankCache = struct {
+	sync.Mutex
+	m map[ranksKey]ranksValue
+}{m: map[ranksKey]ranksValue{}}
+
+const maxRankCache = 4096
+
+// ranks is computeRanks, memoised (rankCache).
 func ranks(n int, p float64, rule Rule) (j, k int, coverage float64, ok bool) {
+	key := ranksKey{n, p, rule}
+	rankCache.Lock()
+	v, hit := rankCache.m[key]
+	rankCache.Unlock()
+	if !hit {
+		v.j, v.k, v.coverage, v.ok = computeRanks(n, p, rule)
+		rankCache.Lock()
+		if len(rankCache.m) >= maxRankCache {
+			clear(rankCache.m)
+		}
+		rankCache.m[key] = v
+		rankCache.Unlock()
+	}
+	return v.j, v.k, v.coverage, v.ok
+}
+
+// computeRanks returns the 1-based order-statistic ranks j ≤ k of rule's interval for the
+// p-quantile of n values, its coverage, and ok false when the interval does not exist.
+func computeRanks(n int, p float64, rule Rule) (j, k int, coverage float64, ok bool) {
 	if n < 1 {
 		return 0, 0, 0, false
 	}

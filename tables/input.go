@@ -15,7 +15,9 @@ import (
 // cases in the order of their first request's record time, which is the file order of a run
 // whose cases follow one another), the infer.vllm_span records and the infer.vllm_scrape
 // records, and the header, clock alignments and imported steps (infer.iteration) that place
-// the per-batch files. The Sink keeps pointers into in: in must not change afterwards. Errors: an
+// the per-batch files. The Sink keeps pointers into in (a request whose chunk gaps
+// analyze.ReadInput packed is written as a copy with them, Request.Record; read with
+// analyze.ReadInputRecords to have none): in must not change afterwards. Errors: an
 // undecodable span or scrape record (wrapping artifact.ErrInvalidArtifact), naming in's path.
 func (s *Sink) WriteInput(in *analyze.Input) error {
 	for _, w := range in.Warmup {
@@ -43,7 +45,7 @@ func (s *Sink) WriteInput(in *analyze.Input) error {
 	for _, id := range ids {
 		rs := in.Cases[id]
 		for i := range rs {
-			if err := s.Write(&rs[i].Request); err != nil {
+			if err := s.Write(rs[i].Record()); err != nil { // its chunk gaps as recorded
 				return err
 			}
 		}

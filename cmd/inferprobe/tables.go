@@ -171,7 +171,7 @@ func tablesMemoryLimit(paths []string) int64 {
 // undecodable infer.vllm_span or infer.vllm_scrape) wrap artifact.ErrInvalidArtifact; ctx's
 // error when it ends.
 func feedArtifact(ctx context.Context, path string, sink *tables.Sink, stderr io.Writer) (text, slo string, aerr, err error) {
-	in, err := analyze.ReadInput(ctx, path)
+	in, err := analyze.ReadInputRecords(ctx, path) // the sink keeps the records: no packed gaps
 	if err != nil {
 		return "", "", nil, err
 	}
