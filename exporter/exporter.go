@@ -372,6 +372,13 @@ func (e *Exporter) ScrapeResult(target string, up bool, d time.Duration) {
 // SpanUnrouted counts a delivered span that matched no probe run.
 func (e *Exporter) SpanUnrouted() { e.spansUnrouted.Inc() }
 
+// SpansUnrouted counts n delivered spans that matched no probe run (n ≤ 0: none).
+func (e *Exporter) SpansUnrouted(n int) {
+	if n > 0 {
+		e.spansUnrouted.Add(float64(n))
+	}
+}
+
 // exemplar returns the exemplar labels of a request: trace_id, then request_id — the first
 // of ids that fits (the X-Request-Id sent, else the artifact's own request_id, which is
 // unique within the run). A value that is not valid UTF-8 or would take the labels past

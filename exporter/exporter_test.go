@@ -523,6 +523,8 @@ func TestScrapeAndUnrouted(t *testing.T) {
 	for range 3 {
 		e.SpanUnrouted()
 	}
+	e.SpansUnrouted(512)
+	e.SpansUnrouted(-4) // nothing
 	fams := gather(t, e)
 	for _, c := range []struct {
 		name, target string
@@ -535,7 +537,7 @@ func TestScrapeAndUnrouted(t *testing.T) {
 			t.Errorf("%s{%s} = %v, want %v", c.name, c.target, v, c.want)
 		}
 	}
-	if v := value(t, fams, "inferprobe_receiver_spans_unrouted_total", nil); v != 3 {
+	if v := value(t, fams, "inferprobe_receiver_spans_unrouted_total", nil); v != 515 {
 		t.Errorf("unrouted %v", v)
 	}
 	e.ForgetTarget("other")
