@@ -2,14 +2,25 @@
 // followed the schedule: the scheduled offered rate (N−1 over the first→last intended
 // arrival), the achieved rate (sent−1 over the first→last send), their ratio, the dispatch lag
 // p50/p99/max in ms, TTFT p50/p99 in ms (send → first content), and the outcome counts. Used by bench/profile-rate.sh.
+// With -truth FILE (bench/ssestub -truth) it adds how far each request's first content as the
+// client stamped it (started_at_ns + ttft_ms) lies after the stub began writing that event:
+// ttft_err_p50/p99/max_ms over the requests found in both (truth_n), and the share of them
+// with an error under 0 or over 1 ms. On loopback the bytes reach the client's socket inside
+// the stub's write, so the error is the client's stamping error: the kernel's receive
+// timestamp is of the newest segment a read consumed, so a read that comes later than the
+// next event stamps the first content with that next event's arrival.
 //
-// Usage: go run ./bench/ratecheck ARTIFACT
+// Usage: go run ./bench/ratecheck [-truth FILE] ARTIFACT
 package main
 
 import (
+	"bufio"
+	"flag"
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/inferprobe/inferprobe/artifact"
 )
@@ -17,15 +28,23 @@ import (
 type caseAcc struct {
 	intended, sent []int64
 	lags, ttfts    []float64
+	ttftErrs       []float64
 	status         map[string]int
 }
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: ratecheck ARTIFACT")
+	truthPath := flag.String("truth", "", "bench/ssestub -truth file to measure the client's TTFT against")
+	flag.Parse()
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: ratecheck [-truth FILE] ARTIFACT")
 		os.Exit(2)
 	}
-	a, err := artifact.ReadFile(os.Args[1])
+	truth, err := readTruth(*truthPath)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(5)
+	}
+	a, err := artifact.ReadFile(flag.Arg(0))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(5)
@@ -55,6 +74,10 @@ func main() {
 		}
 		if r.TTFTMS != nil {
 			c.ttfts = append(c.ttfts, *r.TTFTMS)
+			if t, ok := truth[deref(r.XRequestID)]; ok && r.StartedAtNS != nil {
+				rx := float64(*r.StartedAtNS) + *r.TTFTMS*1e6
+				c.ttftErrs = append(c.ttftErrs, (rx-float64(t))/1e6)
+			}
 		}
 	}
 	for _, id := range ids {
@@ -64,7 +87,52 @@ func main() {
 		sort.Float64s(c.ttfts)
 		fmt.Printf("%s scheduled_rate=%.3f achieved_rate=%.3f ratio=%.5f lag_p50_ms=%.3f lag_p99_ms=%.3f lag_max_ms=%.3f ttft_p50_ms=%.3f ttft_p99_ms=%.3f statuses=%v\n",
 			id, sched, ach, ach/sched, q(c.lags, 0.5), q(c.lags, 0.99), q(c.lags, 1), q(c.ttfts, 0.5), q(c.ttfts, 0.99), c.status)
+		if truth != nil {
+			sort.Float64s(c.ttftErrs)
+			var out int
+			for _, e := range c.ttftErrs {
+				if e < 0 || e > 1 {
+					out++
+				}
+			}
+			fmt.Printf("%s truth_n=%d ttft_err_p50_ms=%.3f ttft_err_p99_ms=%.3f ttft_err_max_ms=%.3f outside_0_1ms=%.4f\n",
+				id, len(c.ttftErrs), q(c.ttftErrs, 0.5), q(c.ttftErrs, 0.99), q(c.ttftErrs, 1), float64(out)/float64(max(1, len(c.ttftErrs))))
+		}
 	}
+}
+
+// readTruth reads bench/ssestub's -truth file into X-Request-Id → the instant its first
+// content event's write began (Unix ns); nil for an empty path.
+func readTruth(path string) (map[string]int64, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	m := map[string]int64{}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		parts := strings.Split(sc.Text(), "\t")
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("%s:%d: expected ID, before and after, tab separated", path, n)
+		}
+		before, err := strconv.ParseInt(parts[1], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", path, n, err)
+		}
+		m[parts[0]] = before
+	}
+	return m, sc.Err()
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func rate(ts []int64) float64 {

@@ -3,15 +3,25 @@
 // answer — a role chunk, -tokens one-token content chunks, a finish chunk, the usage chunk
 // and [DONE] (16 events for the default 14 tokens) — each event written and flushed on its
 // own, without any delay (unless -delay), so the server's cost per request is as small as net/http allows.
+// With -truth FILE it also writes, per request, the X-Request-Id and the wall-clock instants
+// (Unix ns) just before the first content event's write and just after its flush returned, tab
+// separated, one line each (flushed at SIGINT/SIGTERM): the truth against which
+// `ratecheck -truth FILE` measures the client's TTFT.
 //
 //	go run ./bench/ssestub -listen 127.0.0.1:18556 -tokens 14
 package main
 
 import (
+	"bufio"
 	"flag"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/inferprobe/inferprobe/internal/ssefixture"
@@ -21,8 +31,10 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:18556", "address to serve on")
 	tokens := flag.Int("tokens", 14, "one-token content chunks per answer")
 	delay := flag.Duration("delay", 0, "pause before each event after the first (0: none), to hold many streams open")
+	truthPath := flag.String("truth", "", "write each request's X-Request-Id and first-content write instants (Unix ns) to this file")
 	flag.Parse()
 	events := render(*tokens)
+	truth := openTruth(*truthPath)
 	http.HandleFunc("/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -31,11 +43,15 @@ func main() {
 			if i > 0 && *delay > 0 {
 				time.Sleep(*delay)
 			}
+			t0 := time.Now()
 			if _, err := w.Write(e); err != nil {
 				return
 			}
 			if f != nil {
 				f.Flush()
+			}
+			if i == 1 && truth != nil {
+				truth.add(r.Header.Get("X-Request-Id"), t0, time.Now())
 			}
 		}
 	})
@@ -51,4 +67,45 @@ func render(n int) [][]byte {
 		b[i] = []byte(e)
 	}
 	return b
+}
+
+// truthLog is the -truth file: one line per request, written under a mutex through a buffer.
+type truthLog struct {
+	mu sync.Mutex
+	w  *bufio.Writer
+}
+
+// openTruth opens the truth file (nil when path is empty) and flushes it, then exits, at
+// SIGINT or SIGTERM.
+func openTruth(path string) *truthLog {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	t := &truthLog{w: bufio.NewWriterSize(f, 1<<16)}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		<-sig
+		t.mu.Lock()
+		err := t.w.Flush()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			log.Print(err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}()
+	return t
+}
+
+func (t *truthLog) add(id string, before, after time.Time) {
+	t.mu.Lock()
+	fmt.Fprintf(t.w, "%s\t%d\t%d\n", id, before.UnixNano(), after.UnixNano())
+	t.mu.Unlock()
 }
