@@ -163,7 +163,7 @@ func (a *ClientAudit) healthFrom(h *artifact.ClientHealth, w *artifact.PhaseWind
 // judge sets ClientLimited and its reasons.
 func (a *ClientAudit) judge() {
 	if a.DispatchLagP99Ms != nil && *a.DispatchLagP99Ms > a.DispatchLagBoundMs && a.DispatchLagOverBound >= ClientLateFloor {
-		a.Reasons = append(a.Reasons, fmt.Sprintf("dispatch lag p99 %s ms over the %s ms bound (%d arrivals over it)",
+		a.Reasons = append(a.Reasons, fmt.Sprintf("dispatch lag p99 %s ms over the %s ms bound, %d arrivals over it",
 			FormatMs(*a.DispatchLagP99Ms), FormatMs(a.DispatchLagBoundMs), a.DispatchLagOverBound))
 	}
 	if a.AchievedOverScheduled != nil && *a.AchievedOverScheduled < ClientRateFloor {
@@ -186,7 +186,7 @@ func (a *ClientAudit) judge() {
 // line with every reason, e.g.
 //
 //	client: dispatch lag p99 3.1 ms (bound 1 ms, 4 over it), 100.0% of the scheduled rate, CPU 23% of 2 CPUs, GC pauses 0.4 ms, receive stamps 100.0%
-//	CLIENT-LIMITED: dispatch lag p99 3.1 ms over the 1 ms bound (4 arrivals over it)
+//	CLIENT-LIMITED: dispatch lag p99 3.1 ms over the 1 ms bound, 4 arrivals over it
 func clientLines(a ClientAudit) []string {
 	var parts []string
 	if a.DispatchLagP99Ms != nil {

@@ -67,7 +67,7 @@ func TestClientAuditLimited(t *testing.T) {
 		!near(a.CPUUtilization, 0.95) || a.ReceiveStampCoverage != nil {
 		t.Fatalf("audit %+v", a)
 	}
-	want := []string{"dispatch lag p99 8 ms over the 1 ms bound (5 arrivals over it)", "dispatched at 86.2% of the scheduled rate (under 99.5%)",
+	want := []string{"dispatch lag p99 8 ms over the 1 ms bound, 5 arrivals over it", "dispatched at 86.2% of the scheduled rate (under 99.5%)",
 		"1 arrival waited for an in-flight slot (every --max-in-flight slot busy: raise it, or --overflow drop)", "1 arrival dropped", "client CPU at 95% of its 2 CPUs"}
 	if strings.Join(a.Reasons, "|") != strings.Join(want, "|") {
 		t.Fatalf("reasons %q", a.Reasons)
@@ -96,7 +96,7 @@ func TestClientAuditOneLateArrivalIsNotAReason(t *testing.T) {
 	reqs[0].DispatchLagMS = artifact.Ptr(1.5) // sorted lags end 1.5, 2.5: p99 1.5 + 0.51·1
 	a = ClientAuditOf(reqs, nil)
 	if !a.ClientLimited || a.DispatchLagOverBound != 2 || len(a.Reasons) != 1 ||
-		a.Reasons[0] != "dispatch lag p99 2.01 ms over the 1 ms bound (2 arrivals over it)" {
+		a.Reasons[0] != "dispatch lag p99 2.01 ms over the 1 ms bound, 2 arrivals over it" {
 		t.Fatalf("audit %+v", a)
 	}
 }
