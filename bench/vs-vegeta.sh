@@ -6,7 +6,7 @@
 # proxy), bench/sseblast (fixed-rate net/http client that JSON-parses every SSE event),
 # bench/vegetalag, bench/ratecheck, inferprobe at HEAD (this tree) and at BASE (a commit,
 # exported with git archive into bench/results/base-src). bench/ssestub runs pinned to core 1
-# (-tokens 14: 16 events per answer; -delay GAP between events), every client pinned to core 0
+# (-tokens 14: 18 events per answer; -delay GAP between events), every client pinned to core 0
 # (taskset; so GOMAXPROCS is 1 for the Go clients), all at nice NICE (default 0), DURATION seconds per point, fixed-rate
 # arrivals at each of RATES, with each of GAPS (0: none), REPEATS times, the clients
 # alternating within each point. Per run it prints dispatch lag p50/p99 (sent − intended),

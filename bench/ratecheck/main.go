@@ -10,13 +10,19 @@
 // timestamp is of the newest segment a read consumed, so a read that comes later than the
 // next event stamps the first content with that next event's arrival.
 //
+// A rate over fewer than two arrivals is unknown and printed as 0, with ratio 0.
+// Exit codes: 0 ok, 2 usage, 5 an unreadable or malformed artifact or truth file, or a truth
+// file that holds none of the artifact's requests.
+//
 // Usage: go run ./bench/ratecheck [-truth FILE] ARTIFACT
 package main
 
 import (
 	"bufio"
+	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -36,7 +42,7 @@ func main() {
 	truthPath := flag.String("truth", "", "bench/ssestub -truth file to measure the client's TTFT against")
 	flag.Parse()
 	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: ratecheck [-truth FILE] ARTIFACT")
+		fmt.Fprintln(os.Stderr, "usage: ratecheck [-truth FILE] ARTIFACT (exit 5: bad artifact or truth file)")
 		os.Exit(2)
 	}
 	truth, err := readTruth(*truthPath)
@@ -75,19 +81,25 @@ func main() {
 		if r.TTFTMS != nil {
 			c.ttfts = append(c.ttfts, *r.TTFTMS)
 			if t, ok := truth[deref(r.XRequestID)]; ok && r.StartedAtNS != nil {
-				rx := float64(*r.StartedAtNS) + *r.TTFTMS*1e6
-				c.ttftErrs = append(c.ttftErrs, (rx-float64(t))/1e6)
+				rx := *r.StartedAtNS + int64(math.Round(*r.TTFTMS*1e6)) // in ns: a float64 of Unix ns resolves only 256 ns
+				c.ttftErrs = append(c.ttftErrs, float64(rx-t)/1e6)
 			}
 		}
 	}
+	matched := 0
 	for _, id := range ids {
 		c := cases[id]
+		matched += len(c.ttftErrs)
 		sched, ach := rate(c.intended), rate(c.sent)
+		ratio := 0.0
+		if sched > 0 {
+			ratio = ach / sched
+		}
 		sort.Float64s(c.lags)
 		sort.Float64s(c.ttfts)
 		fmt.Printf("%s scheduled_rate=%.3f achieved_rate=%.3f ratio=%.5f lag_p50_ms=%.3f lag_p99_ms=%.3f lag_max_ms=%.3f ttft_p50_ms=%.3f ttft_p99_ms=%.3f statuses=%v\n",
-			id, sched, ach, ach/sched, q(c.lags, 0.5), q(c.lags, 0.99), q(c.lags, 1), q(c.ttfts, 0.5), q(c.ttfts, 0.99), c.status)
-		if truth != nil {
+			id, sched, ach, ratio, q(c.lags, 0.5), q(c.lags, 0.99), q(c.lags, 1), q(c.ttfts, 0.5), q(c.ttfts, 0.99), c.status)
+		if truth != nil && len(c.ttftErrs) > 0 {
 			sort.Float64s(c.ttftErrs)
 			var out int
 			for _, e := range c.ttftErrs {
@@ -96,8 +108,12 @@ func main() {
 				}
 			}
 			fmt.Printf("%s truth_n=%d ttft_err_p50_ms=%.3f ttft_err_p99_ms=%.3f ttft_err_max_ms=%.3f outside_0_1ms=%.4f\n",
-				id, len(c.ttftErrs), q(c.ttftErrs, 0.5), q(c.ttftErrs, 0.99), q(c.ttftErrs, 1), float64(out)/float64(max(1, len(c.ttftErrs))))
+				id, len(c.ttftErrs), q(c.ttftErrs, 0.5), q(c.ttftErrs, 0.99), q(c.ttftErrs, 1), float64(out)/float64(len(c.ttftErrs)))
 		}
+	}
+	if truth != nil && matched == 0 {
+		fmt.Fprintf(os.Stderr, "ratecheck: none of the artifact's requests with a TTFT is in %s (%d ids): no TTFT error to report\n", *truthPath, len(truth))
+		os.Exit(5)
 	}
 }
 
@@ -114,18 +130,27 @@ func readTruth(path string) (map[string]int64, error) {
 	defer f.Close()
 	m := map[string]int64{}
 	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		parts := strings.Split(sc.Text(), "\t")
+	n := 0
+	for sc.Scan() {
+		n++
+		parts := strings.Split(strings.TrimSuffix(sc.Text(), "\r"), "\t")
 		if len(parts) != 3 {
-			return nil, fmt.Errorf("%s:%d: expected ID, before and after, tab separated", path, n)
+			return nil, fmt.Errorf("%s:%d: expected ID, before and after (Unix ns), tab separated", path, n)
 		}
-		before, err := strconv.ParseInt(parts[1], 10, 64)
-		if err != nil {
+		before, err1 := strconv.ParseInt(parts[1], 10, 64)
+		after, err2 := strconv.ParseInt(parts[2], 10, 64)
+		if err := errors.Join(err1, err2); err != nil {
 			return nil, fmt.Errorf("%s:%d: %v", path, n, err)
+		}
+		if after < before {
+			return nil, fmt.Errorf("%s:%d: the flush instant %d is earlier than the write instant %d", path, n, after, before)
 		}
 		m[parts[0]] = before
 	}
-	return m, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s:%d: %v", path, n+1, err)
+	}
+	return m, nil
 }
 
 func deref(s *string) string {

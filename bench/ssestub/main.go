@@ -1,12 +1,13 @@
 // Command ssestub is a minimal OpenAI-compatible streaming endpoint for measuring the load
 // generator's own cost: every POST to /v1/chat/completions gets the same vLLM-shaped SSE
 // answer — a role chunk, -tokens one-token content chunks, a finish chunk, the usage chunk
-// and [DONE] (16 events for the default 14 tokens) — each event written and flushed on its
+// and [DONE] (18 events for the default 14 tokens) — each event written and flushed on its
 // own, without any delay (unless -delay), so the server's cost per request is as small as net/http allows.
 // With -truth FILE it also writes, per request, the X-Request-Id and the wall-clock instants
 // (Unix ns) just before the first content event's write and just after its flush returned, tab
-// separated, one line each (flushed at SIGINT/SIGTERM): the truth against which
-// `ratecheck -truth FILE` measures the client's TTFT.
+// separated, one line each, through a 64 KiB buffer flushed at SIGINT/SIGTERM (stop the stub
+// with kill or Ctrl-C before reading it): the truth against which `ratecheck -truth FILE`
+// measures the client's TTFT. The file is created only once the address is bound.
 //
 //	go run ./bench/ssestub -listen 127.0.0.1:18556 -tokens 14
 package main
@@ -17,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -34,6 +36,10 @@ func main() {
 	truthPath := flag.String("truth", "", "write each request's X-Request-Id and first-content write instants (Unix ns) to this file")
 	flag.Parse()
 	events := render(*tokens)
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		log.Fatal(err)
+	}
 	truth := openTruth(*truthPath)
 	http.HandleFunc("/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -56,7 +62,7 @@ func main() {
 		}
 	})
 	log.Printf("ssestub: http://%s/v1 (%d events per answer)", *listen, len(events))
-	log.Fatal(http.ListenAndServe(*listen, nil))
+	log.Fatal(http.Serve(ln, nil))
 }
 
 // render returns the answer's events, one []byte per SSE event.
