@@ -126,13 +126,12 @@ func encodeJSON(v any) ([]byte, error) {
 	return b[:len(b)-1], nil
 }
 
-// withKind marshals body (a struct type without MarshalJSON) and puts
+// withKind marshals body into a buffer from getLine (a struct type without MarshalJSON) and puts
 // "event_type" and "schema_version" in front of its fields. The body is
 // encoded straight after the header in one buffer and its opening brace
 // turned into a comma, so the record is built without a copy.
 func withKind(k Kind, body any) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(1024)
+	buf := bytes.NewBuffer(getLine())
 	buf.WriteString(`{"event_type":`)
 	if safeASCII(k.EventType) {
 		buf.WriteByte('"')
@@ -148,7 +147,7 @@ func withKind(k Kind, body any) ([]byte, error) {
 	buf.WriteString(`,"schema_version":`)
 	buf.WriteString(strconv.FormatInt(k.SchemaVersion, 10))
 	at := buf.Len()
-	enc := json.NewEncoder(&buf)
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(body); err != nil {
 		return nil, err

@@ -59,7 +59,28 @@ type Writer struct {
 
 type writeReq struct {
 	line []byte       // one line including '\n', or nil
+	own  bool         // line is the Writer's to recycle (putLine) once copied
 	ack  chan<- error // Flush: answered after the buffer is written
+}
+
+// lines recycles the buffers of encoded lines: withKind and spanLine build a line in one
+// (getLine), and the Writer's owner goroutine gives it back (putLine) once it has copied the
+// line, so that a run's records (one per request, ~2 KB each) are encoded without allocating
+// a buffer per record. A line handed to a caller of MarshalJSON is simply not given back.
+var lines = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+// maxPooledLine bounds the capacity of a buffer put back (a huge line's buffer is let go).
+const maxPooledLine = 16 << 10
+
+// getLine returns an empty buffer for one line.
+func getLine() []byte { return (*lines.Get().(*[]byte))[:0] }
+
+// putLine gives b's buffer back for a later line; b must not be used afterwards.
+func putLine(b []byte) {
+	if cap(b) <= maxPooledLine {
+		b = b[:0]
+		lines.Put(&b)
+	}
 }
 
 // NewWriter creates (or truncates) the artifact at path, creating missing
@@ -165,6 +186,7 @@ func (w *Writer) Write(rec Record) error {
 	}
 	var line []byte
 	var err error
+	own := true // a line encoded here; a Raw's own bytes are not the Writer's
 	switch r := rec.(type) {
 	case *VLLMSpan:
 		line, err = w.spanLine(r)
@@ -173,37 +195,41 @@ func (w *Writer) Write(rec Record) error {
 	case *VLLMSpanContext, VLLMSpanContext:
 		return nil
 	case *Raw:
-		line, err = w.rawLine(r)
+		line, own, err = w.rawLine(r)
 	default:
 		line, err = MarshalLine(rec)
 	}
 	if err != nil || line == nil {
 		return err
 	}
-	return w.enqueue(append(line, '\n'))
+	return w.enqueue(append(line, '\n'), own)
 }
 
 // rawLine is MarshalLine of r, except that a v2 span is decoded against its
 // Context and written as a span of this file (spanLine), and a span context
-// is skipped (nil line).
-func (w *Writer) rawLine(r *Raw) ([]byte, error) {
+// is skipped (nil line). own says whether the line was encoded here (else it
+// shares r's bytes).
+func (w *Writer) rawLine(r *Raw) (line []byte, own bool, err error) {
 	switch r.Kind.EventType {
 	case EventVLLMSpanContext:
-		return nil, nil
+		return nil, false, nil
 	case EventVLLMSpan:
 		if r.Kind == KindVLLMSpanV2 {
 			s, err := DecodeVLLMSpanRaw(*r)
 			if err != nil {
-				return nil, err
+				return nil, false, err
 			}
-			return w.spanLine(&s)
+			line, err := w.spanLine(&s)
+			return line, true, err
 		}
 	}
-	return MarshalLine(r)
+	line, err = MarshalLine(r)
+	return line, false, err
 }
 
-// enqueue queues one line (newline included).
-func (w *Writer) enqueue(line []byte) error {
+// enqueue queues one line (newline included); own: the owner goroutine recycles
+// it once copied.
+func (w *Writer) enqueue(line []byte, own bool) error {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	if w.closed {
@@ -212,7 +238,7 @@ func (w *Writer) enqueue(line []byte) error {
 	if err := w.writeErr(); err != nil {
 		return err
 	}
-	w.queue <- writeReq{line: line}
+	w.queue <- writeReq{line: line, own: own}
 	return nil
 }
 
@@ -304,6 +330,9 @@ func (w *Writer) run() {
 			}
 			if req.line != nil {
 				buf = append(buf, req.line...)
+				if req.own {
+					putLine(req.line)
+				}
 				if len(buf) >= flushThreshold {
 					flush()
 				} else if !armed {

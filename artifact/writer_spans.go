@@ -41,7 +41,7 @@ func (w *Writer) spanLine(r *VLLMSpan) ([]byte, error) {
 	if id == "" {
 		return MarshalLine(r)
 	}
-	line, err := r.appendV2(make([]byte, 0, 1024), id, keys)
+	line, err := r.appendV2(getLine(), id, keys)
 	if err != nil {
 		return nil, fmt.Errorf("artifact: encoding %T: %w", r, err)
 	}
@@ -71,7 +71,7 @@ func (w *Writer) contextID(body []byte) (string, error) {
 	if len(line) > MaxLineBytes {
 		return "", fmt.Errorf("artifact: %s encodes to %d bytes, over the %d-byte line limit", EventVLLMSpanContext, len(line), MaxLineBytes)
 	}
-	if err := w.enqueue(append(line, '\n')); err != nil {
+	if err := w.enqueue(append(line, '\n'), false); err != nil {
 		return "", err
 	}
 	if t.ids == nil {

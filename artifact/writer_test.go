@@ -53,6 +53,11 @@ func TestWriterConcurrentWritersEveryLineOnce(t *testing.T) {
 		if i != next[p] {
 			return fmt.Errorf("producer %d: record %d after %d", p, i, next[p]-1)
 		}
+		// Line buffers are recycled once written: a line changed after it was queued would
+		// show here as another record's interarrival count.
+		if n, want := len(r.Value.(*Request).ChunkInterarrivalMS), (p*each+i)%100; n != want {
+			return fmt.Errorf("producer %d record %d: %d interarrivals, want %d", p, i, n, want)
+		}
 		next[p]++
 		return nil
 	})
