@@ -1,8 +1,10 @@
 package run
 
 import (
+	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 )
 
 // TestPaceReport: GOGC is reportGCPercent while any report is being built, the caller's
@@ -33,4 +35,99 @@ func TestPaceReport(t *testing.T) {
 		t.Fatalf("GOGC %d with GOGC set by the user, want 150 untouched", got)
 	}
 	restore()
+}
+
+// TestRecordGCPercent: the heap may grow by recordHeadroom above the live heap, and never by
+// less than the default (GOGC=100).
+func TestRecordGCPercent(t *testing.T) {
+	for _, c := range []struct {
+		live uint64
+		want int
+	}{
+		{0, 6400}, {512 << 10, 6400}, {1 << 20, 6400}, {10 << 20, 640}, {48 << 20, 133},
+		{64 << 20, 100}, {65 << 20, 100}, {1 << 30, 100},
+	} {
+		if got := recordGCPercent(c.live); got != c.want {
+			t.Errorf("recordGCPercent(%d) = %d, want %d", c.live, got, c.want)
+		}
+	}
+}
+
+// TestPaceRecording: while a run records GOGC follows the live heap after every collection;
+// a report built meanwhile takes precedence; the caller's setting is back once both ended;
+// the user's GOGC or GOMEMLIMIT is left alone.
+func TestPaceRecording(t *testing.T) {
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	defer debug.SetGCPercent(debug.SetGCPercent(150))
+	gogc := func() int { p := debug.SetGCPercent(-1); debug.SetGCPercent(p); return p }
+	paced := make(chan int, 16)
+	pacing.Lock()
+	pacing.paced = func(p int) { paced <- p }
+	pacing.Unlock()
+	defer func() { pacing.Lock(); pacing.paced = nil; pacing.Unlock() }()
+
+	stop := paceRecording()
+	// The live heap of this test binary is a few MiB: recording pacing is well over 100.
+	if got := gogc(); got <= 100 {
+		t.Fatalf("GOGC %d while recording with a small live heap, want > 100", got)
+	}
+	// A live heap over recordHeadroom, kept across the next collection: pacing falls to 100.
+	big := make([]byte, recordHeadroom+(8<<20))
+	for i := range big {
+		big[i] = byte(i)
+	}
+	runtime.GC()
+	// A cleanup of an earlier collection may still be on its way: wait for the one that saw big.
+	got := waitPaced(t, paced, func(p int) bool { return p == 100 })
+	if got != 100 || gogc() != 100 {
+		t.Fatalf("GOGC %d (hook %d) with %d MiB live, want 100", gogc(), got, len(big)>>20)
+	}
+	runtime.KeepAlive(big)
+	big = nil
+	runtime.GC()
+	got = waitPaced(t, paced, func(p int) bool { return p > 100 })
+	if got <= 100 {
+		t.Fatalf("GOGC %d after the large heap was freed, want > 100", got)
+	}
+
+	report := paceReport()
+	if got := gogc(); got != reportGCPercent {
+		t.Fatalf("GOGC %d while a report is built during a run, want %d", got, reportGCPercent)
+	}
+	runtime.GC() // a collection during the report leaves the report's pacing
+	if got := gogc(); got != reportGCPercent {
+		t.Fatalf("GOGC %d after a collection during the report, want %d", got, reportGCPercent)
+	}
+	report()
+	if got := gogc(); got <= 100 {
+		t.Fatalf("GOGC %d after the report while the run still records, want > 100", got)
+	}
+	stop()
+	if got := gogc(); got != 150 {
+		t.Fatalf("GOGC %d after the run, want the caller's 150", got)
+	}
+
+	t.Setenv("GOGC", "100")
+	restore := paceRecording()
+	if got := gogc(); got != 150 {
+		t.Fatalf("GOGC %d with GOGC set by the user, want 150 untouched", got)
+	}
+	restore()
+}
+
+// waitPaced returns the first GOGC the pacing hook reports that ok accepts (failing after 30 s).
+func waitPaced(t *testing.T, paced <-chan int, ok func(int) bool) int {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case p := <-paced:
+			if ok(p) {
+				return p
+			}
+		case <-deadline:
+			t.Fatal("the pacing hook did not report the expected GOGC after a collection")
+		}
+	}
 }

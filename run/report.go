@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"runtime/debug"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/inferprobe/inferprobe/analyze"
@@ -52,43 +49,6 @@ func readBack(ctx context.Context, path, sessionID string) (*analyze.Report, err
 		return nil, fmt.Errorf("%w: %w", ErrReadBack, err)
 	}
 	return rep, nil
-}
-
-// reportGCPercent is the collector's GOGC while a run's report is built (readBack).
-const reportGCPercent = 25
-
-// pacing counts the reports being built (readBack) and keeps the GOGC they replaced.
-var pacing struct {
-	sync.Mutex
-	n, old int
-}
-
-// paceReport lowers the collector's pacing for the report about to be built and returns the
-// function that restores it: the heap of the run that recorded the artifact is returned to
-// the system first (debug.FreeOSMemory), and GOGC is reportGCPercent until the last of the
-// reports being built at once (a daemon's runs) is done. The read-back view is almost all
-// live memory, so the default pacing (GOGC=100) would let the heap grow to twice it: an
-// artifact of 30,000 streamed requests (43 MB) took the run's process from 63 MiB while
-// recording to 154 MiB, and to about 120 MiB with this pacing, for ~0.2 s more CPU. The
-// report is the same. Nothing changes when the user set GOGC or GOMEMLIMIT.
-func paceReport() (restore func()) {
-	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
-		return func() {}
-	}
-	pacing.Lock()
-	if pacing.n == 0 {
-		debug.FreeOSMemory()
-		pacing.old = debug.SetGCPercent(reportGCPercent)
-	}
-	pacing.n++
-	pacing.Unlock()
-	return func() {
-		pacing.Lock()
-		if pacing.n--; pacing.n == 0 {
-			debug.SetGCPercent(pacing.old)
-		}
-		pacing.Unlock()
-	}
 }
 
 // analyzeInput is Analyze's analysis of the artifact read from path.

@@ -148,9 +148,10 @@ func (r *run) writeHead() error {
 }
 
 // produce runs the producers: the span intake, the client-local sampler and the load
-// generator with the scraper on its phase hooks. It returns the first error that makes the
+// generator with the scraper on its phase hooks, under recording pacing (paceRecording). It returns the first error that makes the
 // run incomplete (or ctx's error, or loadgen.ErrStopped).
 func (r *run) produce(ctx context.Context, p *Pipeline, res *Result) error {
+	defer paceRecording()()
 	spec, cfg := r.spec, r.spec.Workload
 	r.tele.startSpans(ctx, r.fan, r.sessionID, cfg.RunID)
 	conns := 0
