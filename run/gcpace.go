@@ -58,10 +58,7 @@ func paceRecording() (restore func()) {
 		return func() {}
 	}
 	pacing.Lock()
-	if pacing.runs+pacing.reports == 0 {
-		pacing.old = debug.SetGCPercent(-1)
-		debug.SetGCPercent(pacing.old)
-	}
+	keepOld()
 	pacing.runs++
 	if pacing.reports == 0 {
 		setRecordPacing()
@@ -89,11 +86,8 @@ func paceReport() (restore func()) {
 		return func() {}
 	}
 	pacing.Lock()
+	keepOld()
 	if pacing.reports == 0 {
-		if pacing.runs == 0 {
-			pacing.old = debug.SetGCPercent(-1)
-			debug.SetGCPercent(pacing.old)
-		}
 		debug.FreeOSMemory()
 		debug.SetGCPercent(reportGCPercent)
 	}
@@ -105,6 +99,22 @@ func paceReport() (restore func()) {
 		settle()
 		pacing.Unlock()
 	}
+}
+
+// keepOld keeps the GOGC in force when the first run or report begins (pacing held), read
+// from runtime/metrics: a getter, so no collection in progress is waited for.
+func keepOld() {
+	if pacing.runs+pacing.reports > 0 {
+		return
+	}
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		pacing.old = int(int64(s[0].Value.Uint64())) // off (-1) reads as 2⁶⁴−1
+		return
+	}
+	pacing.old = debug.SetGCPercent(-1) // a runtime without the metric
+	debug.SetGCPercent(pacing.old)
 }
 
 // settle sets the pacing that follows a run's or a report's end (pacing held): the report's

@@ -131,3 +131,22 @@ func waitPaced(t *testing.T, paced <-chan int, ok func(int) bool) int {
 		}
 	}
 }
+
+// TestKeepOldReadsGOGC checks that the GOGC kept before the first run is the one in force,
+// "off" included.
+func TestKeepOldReadsGOGC(t *testing.T) {
+	if userPacing() {
+		t.Skip("GOGC or GOMEMLIMIT set")
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	for _, want := range []int{37, -1, 100} {
+		debug.SetGCPercent(want)
+		pacing.Lock()
+		keepOld()
+		got := pacing.old
+		pacing.Unlock()
+		if got != want {
+			t.Errorf("GOGC %d: kept %d", want, got)
+		}
+	}
+}
