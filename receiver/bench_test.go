@@ -132,6 +132,21 @@ func BenchmarkDecodeConvert512(b *testing.B) {
 	reportRates(b, b.N*512, cpuTime()-cpu0)
 }
 
+// BenchmarkConvertProto512 is the direct conversion from wire bytes (what the receiver does
+// with a protobuf export), against BenchmarkDecodeConvert512's pdata decoding then conversion.
+func BenchmarkConvertProto512(b *testing.B) {
+	body := protoBody(b, vllmTraces(0, 512))
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for i := 0; i < b.N; i++ {
+		if c, ok := convertProto(body, convertOptions{source: artifact.SpanSourceHTTP, strict: true}, 512); !ok || len(c.records) != 512 {
+			b.Fatal(ok, len(c.records))
+		}
+	}
+	reportRates(b, b.N*512, cpuTime()-cpu0)
+}
+
 // BenchmarkMarshalSpanRecord is the cost of one infer.vllm_span line.
 func BenchmarkMarshalSpanRecord(b *testing.B) {
 	req := newExportRequest()

@@ -26,6 +26,9 @@ type Stats struct {
 	GRPCOnHTTP   int64
 	// ExportsAccepted counts exports answered 200 / OK (partial or not).
 	ExportsAccepted int64
+	// ExportsDirect counts the protobuf exports converted into records straight from their
+	// wire bytes, with no pdata decoding (then accepted, or refused by a full queue).
+	ExportsDirect int64
 	// SpansReceived counts spans accepted into the queue, by path.
 	SpansHTTPProtobuf int64
 	SpansHTTPJSON     int64
@@ -94,6 +97,7 @@ func (r *Receiver) Stats() Stats {
 	return Stats{
 		HTTPRequests: c.httpRequests.Load(), GRPCRequests: c.grpcRequests.Load(), GRPCOnHTTP: c.grpcOnHTTP.Load(),
 		ExportsAccepted:   c.exportsAccepted.Load(),
+		ExportsDirect:     c.exportsDirect.Load(),
 		SpansHTTPProtobuf: c.spansHTTPProtobuf.Load(), SpansHTTPJSON: c.spansHTTPJSON.Load(), SpansGRPC: c.spansGRPC.Load(),
 		SpansRejected: c.spansRejected.Load(), PartialSuccesses: c.partialSucc.Load(),
 		SpansDelivered: c.spansDelivered.Load(), SpansDropped: c.spansDropped.Load(),

@@ -3,7 +3,6 @@ package receiver
 import (
 	"encoding/hex"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -192,11 +191,11 @@ func convertSpan(sp ptrace.Span, o convertOptions, intPtr func(int64) *int64, sh
 	return rec, ""
 }
 
-// attrKey returns vLLM's attribute keys as the package's constants (one
-// copy shared by every record instead of the decoder's per-span copy, and
-// no UTF-8 check); other keys are checked with validUTF8.
-func attrKey(k string) string {
-	switch k {
+// attrKey returns vLLM's attribute keys as the package's constants (one copy shared by every
+// record instead of the decoder's per-span copy, and no UTF-8 check; from wire bytes, no
+// copy either); other keys are checked with validUTF8.
+func attrKey[K ~string | ~[]byte](k K) string {
+	switch string(k) {
 	case artifact.AttrRequestID:
 		return artifact.AttrRequestID
 	case artifact.AttrPromptTokens:
@@ -224,7 +223,7 @@ func attrKey(k string) string {
 	case artifact.AttrN:
 		return artifact.AttrN
 	}
-	return validUTF8(k)
+	return validUTF8(string(k))
 }
 
 // validUTF8 replaces invalid UTF-8 with U+FFFD, as a JSON round trip
@@ -322,16 +321,7 @@ func anyValue(v pcommon.Value, depth int) (any, error) {
 	case pcommon.ValueTypeInt:
 		return v.Int(), nil
 	case pcommon.ValueTypeDouble:
-		f := v.Double()
-		switch {
-		case math.IsNaN(f):
-			return "NaN", nil
-		case math.IsInf(f, 1):
-			return "+Inf", nil
-		case math.IsInf(f, -1):
-			return "-Inf", nil
-		}
-		return f, nil
+		return doubleValue(v.Double()), nil
 	case pcommon.ValueTypeBool:
 		return v.Bool(), nil
 	case pcommon.ValueTypeBytes:

@@ -217,15 +217,15 @@ func (g *grpcService) export(ctx context.Context, body []byte) (any, error) {
 	if r.skipUnwanted(body, &r.c.spansGRPC) {
 		return rawResponse(emptyExportResponse), nil
 	}
-	ereq, ref := r.decodeExport(body, formatProtobuf, &res)
-	if ref != nil {
-		return nil, r.grpcError(ref)
-	}
 	host := ""
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
 		host = peerHost(p.Addr.String())
 	}
-	conv, ref := r.accept(ereq.Traces(), artifact.SpanSourceGRPC, host, len(body))
+	conv, ref := r.decodeExport(body, formatProtobuf, &res, artifact.SpanSourceGRPC, host)
+	if ref != nil {
+		return nil, r.grpcError(ref)
+	}
+	conv, ref = r.accept(conv, len(body))
 	if ref != nil {
 		return nil, r.grpcError(ref)
 	}

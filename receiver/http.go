@@ -171,11 +171,11 @@ func (r *Receiver) exportHTTP(w http.ResponseWriter, req *http.Request, format b
 		writeExportResponse(w, format, conversion{})
 		return nil
 	}
-	ereq, ref := r.decodeExport(body, format, &res)
+	conv, ref := r.decodeExport(body, format, &res, artifact.SpanSourceHTTP, peerHost(req.RemoteAddr))
 	if ref != nil {
 		return ref
 	}
-	conv, ref := r.accept(ereq.Traces(), artifact.SpanSourceHTTP, peerHost(req.RemoteAddr), len(body))
+	conv, ref = r.accept(conv, len(body))
 	if ref != nil {
 		return ref
 	}

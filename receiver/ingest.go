@@ -6,7 +6,6 @@ import (
 	"net"
 	"sync/atomic"
 
-	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 )
 
@@ -55,12 +54,15 @@ func (r *Receiver) leave() {
 }
 
 // decodeExport pre-scans an export body (scanProtoExport or
-// scanJSONExport), charges its decode cost on res, and only then decodes
-// it. A body over the element or nesting limits, or whose cost could never
-// fit the memory limiter, is refused for good (outcomeTooComplex); one the
-// limiter cannot hold now, retryably (outcomeMemory); a malformed one is
-// outcomeBadRequest.
-func (r *Receiver) decodeExport(body []byte, format bodyFormat, res *reservation) (ptraceotlp.ExportRequest, *refusal) {
+// scanJSONExport), charges its decode cost on res, and only then converts
+// it into records (see accept): a protobuf body straight from its wire
+// bytes where convertProto vouches for it, else decoded with pdata and
+// converted (convertTraces), each span stamped received now and its clock
+// domain named after peer when its resource has no host.name. A body over
+// the element or nesting limits, or whose cost could never fit the memory
+// limiter, is refused for good (outcomeTooComplex); one the limiter cannot
+// hold now, retryably (outcomeMemory); a malformed one is outcomeBadRequest.
+func (r *Receiver) decodeExport(body []byte, format bodyFormat, res *reservation, source, peer string) (conversion, *refusal) {
 	lim := scanLimits{maxElements: r.opts.MaxExportElements, maxDepth: r.opts.MaxValueDepth}
 	var counts exportCounts
 	var err error
@@ -71,18 +73,29 @@ func (r *Receiver) decodeExport(body []byte, format bodyFormat, res *reservation
 	}
 	switch {
 	case errors.Is(err, errOverLimit):
-		return ptraceotlp.ExportRequest{}, r.refuse(outcomeTooComplex, err.Error())
+		return conversion{}, r.refuse(outcomeTooComplex, err.Error())
 	case err != nil && format == formatJSON:
-		return ptraceotlp.ExportRequest{}, r.refuse(outcomeBadRequest, "invalid JSON: "+truncate(err.Error(), 200))
+		return conversion{}, r.refuse(outcomeBadRequest, "invalid JSON: "+truncate(err.Error(), 200))
 	case err != nil:
-		return ptraceotlp.ExportRequest{}, r.refuse(outcomeBadRequest, "undecodable OTLP protobuf export: "+truncate(err.Error(), 200))
+		return conversion{}, r.refuse(outcomeBadRequest, "undecodable OTLP protobuf export: "+truncate(err.Error(), 200))
 	}
 	if err := res.growTo(decodeCost(len(body), &counts)); err != nil {
 		var me *memoryError
 		if errors.As(err, &me) && !me.never {
-			return ptraceotlp.ExportRequest{}, r.refuse(outcomeMemory, err.Error())
+			return conversion{}, r.refuse(outcomeMemory, err.Error())
 		}
-		return ptraceotlp.ExportRequest{}, r.refuse(outcomeTooComplex, err.Error())
+		return conversion{}, r.refuse(outcomeTooComplex, err.Error())
+	}
+	now := r.opts.Now().UnixNano()
+	o := convertOptions{
+		sessionID: r.opts.SessionID, runID: r.opts.RunID, source: source,
+		receivedAtNS: &now, peer: peer, strict: true,
+	}
+	if format == formatProtobuf {
+		if conv, ok := convertProto(body, o, counts.Spans); ok {
+			r.c.exportsDirect.Add(1)
+			return conv, nil
+		}
 	}
 	ereq := ptraceotlp.NewExportRequest()
 	if format == formatJSON {
@@ -91,9 +104,9 @@ func (r *Receiver) decodeExport(body []byte, format bodyFormat, res *reservation
 		err = ereq.UnmarshalProto(body)
 	}
 	if err != nil {
-		return ptraceotlp.ExportRequest{}, r.refuse(outcomeBadRequest, "undecodable OTLP "+format.String()+" export: "+truncate(err.Error(), 200))
+		return conversion{}, r.refuse(outcomeBadRequest, "undecodable OTLP "+format.String()+" export: "+truncate(err.Error(), 200))
 	}
-	return ereq, nil
+	return convertTraces(ereq.Traces(), o), nil
 }
 
 // SpanFilter is an optional interface of Options.Sink. WantsSpans reports
@@ -133,16 +146,12 @@ func (r *Receiver) skipUnwanted(body []byte, path *atomic.Int64) bool {
 	return true
 }
 
-// accept converts and queues the spans of one export. wireBytes sizes the
-// queue charge: 3 bytes per wire byte plus 256 per span. It refuses an
-// export that does not fit the queue whole (outcomeQueueFull) and any once
-// the queue is closed (outcomeStopping); no span count is limited.
-func (r *Receiver) accept(td ptrace.Traces, source, peer string, wireBytes int) (conversion, *refusal) {
-	now := r.opts.Now().UnixNano()
-	conv := convertTraces(td, convertOptions{
-		sessionID: r.opts.SessionID, runID: r.opts.RunID, source: source,
-		receivedAtNS: &now, peer: peer, strict: true,
-	})
+// accept queues the records of one export (decodeExport's). wireBytes
+// sizes the queue charge: 3 bytes per wire byte plus 256 per span. It
+// refuses an export that does not fit the queue whole (outcomeQueueFull)
+// and any once the queue is closed (outcomeStopping); no span count is
+// limited.
+func (r *Receiver) accept(conv conversion, wireBytes int) (conversion, *refusal) {
 	if len(conv.records) > 0 {
 		size := 3*int64(wireBytes) + 256*int64(len(conv.records))
 		if err := r.q.push(conv.records, size); err != nil {

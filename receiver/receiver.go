@@ -246,6 +246,7 @@ type counters struct {
 	tooComplex, memoryBusy                                       atomic.Int64
 	methodNotAllowed, notFound, afterStop, timeouts, partialSucc atomic.Int64
 	exportsAccepted, closedUnread, exportsWaited, spansSkipped   atomic.Int64
+	exportsDirect                                                atomic.Int64
 }
 
 // New returns a Receiver and starts its consumer goroutine. Serve it with
