@@ -98,6 +98,10 @@ func checkBounded(t *testing.T, r *Receiver, heapMiB float64) {
 	if s.DecodeBytesPeak > r.opts.MemoryLimitBytes {
 		t.Errorf("limiter peak %d over the %d-byte limit", s.DecodeBytesPeak, r.opts.MemoryLimitBytes)
 	}
+	// The buffers let go of stay charged until the collection they start has run.
+	for deadline := time.Now().Add(20 * time.Second); s.DecodeBytes != 0 && time.Now().Before(deadline); s = r.Stats() {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if s.DecodeBytes != 0 {
 		t.Errorf("limiter still holds %d bytes", s.DecodeBytes)
 	}
@@ -487,4 +491,40 @@ func postRefused(t *testing.T, r *Receiver, bodies ...[]byte) (reused, closed []
 		closed = append(closed, resp.Close)
 	}
 	return reused, closed
+}
+
+// Many gzip bombs at once over HTTP: the buffers each let go of while
+// inflating stay charged until collected, so the heap stays near the
+// limiter's bound instead of the collector's pacing of it (40 bombs of 19 kB
+// at once took a process to 734 MB before).
+func TestBombsManyAtOnceHTTP(t *testing.T) {
+	const limit = 48 << 20
+	r := startReceiver(t, Options{MaxBodyBytes: 8 << 20, MemoryLimitBytes: limit, ReadTimeout: 3 * time.Minute})
+	bomb := gzipped(t, emptyResourceSpans(10<<19)) // 10 MiB inflated
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	before := m.HeapInuse
+	stop := heapWatch()
+	var wg sync.WaitGroup
+	for i := 0; i < 32; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, out := post(t, tracesURL(r), bomb, gzipHdr)
+			if resp.StatusCode != 413 && resp.StatusCode != 429 {
+				t.Errorf("answer %d %q", resp.StatusCode, out)
+			}
+		}()
+	}
+	t0 := time.Now()
+	wg.Wait()
+	t.Logf("answered in %v", time.Since(t0))
+	peak := stop()
+	grew := peak - float64(before)/(1<<20)
+	t.Logf("heap in use grew by %.1f MiB (limit %d MiB)", grew, limit>>20)
+	if grew > 2*limit>>20 {
+		t.Errorf("heap in use grew by %.1f MiB for a %d MiB limit", grew, limit>>20)
+	}
+	checkBounded(t, r, peak)
 }

@@ -164,6 +164,9 @@ func (r *Receiver) exportHTTP(w http.ResponseWriter, req *http.Request, format b
 	defer putBuffer(bp)
 	body, err := readBody(w, req.Body, gz, max, wireLimit(max, gz), hint, &res, *bp)
 	*bp = body[:0]
+	if n := int64(cap(body)); n > maxPooledBuffer {
+		defer func() { *bp = nil; res.retire(n) }() // garbage once answered: not pooled
+	}
 	if err != nil {
 		return r.bodyRefusal(err, max)
 	}
@@ -342,8 +345,9 @@ func readBody(w http.ResponseWriter, rc io.ReadCloser, gz bool, max, wireMax, hi
 }
 
 // readCharged appends src to buf until EOF, at most limit+1 bytes
-// (errTooLarge beyond), doubling the buffer (from 64 KiB) as it fills, each
-// growth charged on res before it is allocated.
+// (errTooLarge beyond), doubling the buffer (from 64 KiB) as it fills: each
+// new buffer charged on res before it is allocated, and the outgrown one
+// retired (garbage, charged until a collection).
 func readCharged(src io.Reader, buf []byte, limit int64, res *reservation) ([]byte, error) {
 	for {
 		if len(buf) == cap(buf) {
@@ -351,12 +355,14 @@ func readCharged(src io.Reader, buf []byte, limit int64, res *reservation) ([]by
 			if want <= cap(buf) {
 				return buf, errTooLarge
 			}
-			if err := res.grow(int64(want - cap(buf))); err != nil {
+			if err := res.grow(int64(want)); err != nil {
 				return buf, err
 			}
 			nb := make([]byte, len(buf), want)
 			copy(nb, buf)
+			old := int64(cap(buf))
 			buf = nb
+			res.retire(old)
 		}
 		n, err := src.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]

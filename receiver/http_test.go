@@ -316,7 +316,8 @@ func TestGzipBombRefusedEarly(t *testing.T) {
 	const max = 4 << 20 // the default is 16 MiB; a smaller limit keeps the test fast
 	cr := &countingReader{r: bytes.NewReader(bomb.Bytes())}
 	rec := httptest.NewRecorder()
-	lim := memLimiter{limit: 2 * max}
+	collected := make(chan struct{})
+	lim := memLimiter{limit: 4 * max, collect: func() { <-collected }}
 	res := reservation{l: &lim}
 	buf, err := readBody(rec, io.NopCloser(cr), true, max, wireLimit(max, true), 0, &res, nil)
 	if err != errTooLarge {
@@ -325,12 +326,25 @@ func TestGzipBombRefusedEarly(t *testing.T) {
 	if len(buf) > max+1 || cap(buf) > max+1 {
 		t.Fatalf("inflated %d bytes (buffer %d), limit %d", len(buf), cap(buf), max)
 	}
-	if res.charged != int64(cap(buf)) || lim.inUse() != res.charged {
-		t.Fatalf("charged %d (limiter %d) for a %d-byte buffer", res.charged, lim.inUse(), cap(buf))
+	// Live: the last buffer (4 MiB + 1); garbage: the ones it outgrew (64 KiB, 128 KiB, … 4 MiB).
+	if res.charged != int64(cap(buf)) || lim.garbage.Load() != 8<<20-64<<10 || lim.inUse() != res.charged+lim.garbage.Load() {
+		t.Fatalf("charged %d, garbage %d (limiter %d) for a %d-byte buffer", res.charged, lim.garbage.Load(), lim.inUse(), cap(buf))
+	}
+	// Garbage of a quarter of the limit has started a collection; once it is done the
+	// limiter holds nothing.
+	if !lim.collecting.Load() {
+		t.Fatal("no collection started for 4 MiB of garbage under a 16 MiB limit")
 	}
 	res.release()
-	if lim.inUse() != 0 {
-		t.Fatalf("limiter holds %d after release", lim.inUse())
+	if lim.inUse() != lim.garbage.Load() {
+		t.Fatalf("after release: limiter %d, garbage %d", lim.inUse(), lim.garbage.Load())
+	}
+	close(collected)
+	for deadline := time.Now().Add(10 * time.Second); lim.inUse() != 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if lim.inUse() != 0 || lim.garbage.Load() != 0 {
+		t.Fatalf("after the collection: limiter %d, garbage %d", lim.inUse(), lim.garbage.Load())
 	}
 	if cr.n >= int64(bomb.Len()) {
 		t.Fatalf("read the whole %d-byte bomb", bomb.Len())

@@ -2,6 +2,7 @@ package receiver
 
 import (
 	"fmt"
+	"runtime"
 	"sync/atomic"
 )
 
@@ -29,10 +30,24 @@ func decodeCost(wire int, c *exportCounts) int64 {
 // converted at once, over every connection of both transports. It never
 // waits: a charge that does not fit is refused at once, so the caller can
 // refuse its export retryably before spending CPU on it.
+//
+// A body buffer an export has let go of (one outgrown while inflating, or one
+// too large to pool) stays charged as garbage until a collection has run
+// since: without that, bodies inflating to the 16 MiB limit freed memory only
+// on paper, and 40 gzip bombs at once (19 kB each) took the process to
+// 734 MB. Garbage of a quarter of the limit, a charge refused while garbage
+// is pending, or garbage with no export in flight starts one collection
+// (runtime.GC on a goroutine of its own, one at a time), after which the
+// garbage charged before it began is released.
 type memLimiter struct {
-	limit int64
-	used  atomic.Int64
-	peak  atomic.Int64 // the highest charge since New
+	limit   int64
+	used    atomic.Int64 // charged: the exports' bytes and the garbage
+	peak    atomic.Int64 // the highest charge since New
+	garbage atomic.Int64 // of used: let-go buffers no collection has run since
+	// collecting is set while a collection started by kick runs.
+	collecting atomic.Bool
+	// collect runs a collection (runtime.GC when nil; tests replace it).
+	collect func()
 }
 
 // tryAcquire charges n bytes when they fit under the limit and reports
@@ -51,8 +66,43 @@ func (l *memLimiter) tryAcquire(n int64) bool {
 	}
 }
 
-// release returns n charged bytes.
-func (l *memLimiter) release(n int64) { l.used.Add(-n) }
+// release returns n charged bytes; with garbage pending and nothing else
+// charged, it starts a collection.
+func (l *memLimiter) release(n int64) {
+	if u := l.used.Add(-n); u > 0 && u == l.garbage.Load() {
+		l.kick()
+	}
+}
+
+// retire moves n charged bytes of a let-go buffer into garbage, and starts a
+// collection once garbage reaches a quarter of the limit.
+func (l *memLimiter) retire(n int64) {
+	if n > 0 && l.garbage.Add(n) >= l.limit/4 {
+		l.kick()
+	}
+}
+
+// kick starts a collection unless one runs; when it is done, the garbage
+// charged before it began is released.
+func (l *memLimiter) kick() {
+	if !l.collecting.CompareAndSwap(false, true) {
+		return
+	}
+	g := l.garbage.Load()
+	go func() {
+		if l.collect != nil {
+			l.collect()
+		} else {
+			runtime.GC()
+		}
+		l.garbage.Add(-g)
+		l.used.Add(-g)
+		l.collecting.Store(false)
+		if l.garbage.Load() >= l.limit/4 || (l.garbage.Load() > 0 && l.used.Load() == l.garbage.Load()) {
+			l.kick() // garbage let go of during the collection
+		}
+	}()
+}
 
 // inUse returns the bytes charged now.
 func (l *memLimiter) inUse() int64 { return l.used.Load() }
@@ -90,6 +140,9 @@ func (r *reservation) grow(n int64) error {
 		return &memoryError{need: r.charged + n, limit: r.l.limit, never: true}
 	}
 	if !r.l.tryAcquire(n) {
+		if r.l.garbage.Load() > 0 {
+			r.l.kick()
+		}
 		return &memoryError{need: n, limit: r.l.limit, inUse: r.l.inUse()}
 	}
 	r.charged += n
@@ -98,6 +151,14 @@ func (r *reservation) grow(n int64) error {
 
 // growTo charges up to total bytes in all (nothing when already charged).
 func (r *reservation) growTo(total int64) error { return r.grow(total - r.charged) }
+
+// retire moves n bytes of the charge (a buffer let go of) into the limiter's
+// garbage (see memLimiter).
+func (r *reservation) retire(n int64) {
+	n = min(n, r.charged)
+	r.charged -= n
+	r.l.retire(n)
+}
 
 // release returns the whole charge.
 func (r *reservation) release() {

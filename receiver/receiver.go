@@ -96,8 +96,11 @@ type Options struct {
 	// wire byte, 140 per element and 1 KiB per span) before it is decoded.
 	// A charge that does not fit now is refused retryably (429 /
 	// ResourceExhausted with RetryInfo); an export whose cost is over the
-	// whole limit is refused for good (413 / ResourceExhausted). Raised to
-	// 2×MaxBodyBytes when smaller.
+	// whole limit is refused for good (413 / ResourceExhausted). A body
+	// buffer let go of (outgrown while inflating, or too large to pool) stays
+	// charged until a collection has run since. Raised to 3×MaxBodyBytes when
+	// smaller (a body at the limit, the buffer it outgrew and the garbage
+	// before it).
 	MemoryLimitBytes int64
 	// MaxExportElements and MaxValueDepth bound one export by its pre-scan,
 	// before it is decoded (413 / ResourceExhausted beyond; see
@@ -147,7 +150,7 @@ func (o *Options) setDefaults() {
 	if o.MemoryLimitBytes <= 0 {
 		o.MemoryLimitBytes = DefaultMemoryLimitBytes
 	}
-	o.MemoryLimitBytes = max(o.MemoryLimitBytes, 2*o.MaxBodyBytes)
+	o.MemoryLimitBytes = max(o.MemoryLimitBytes, 3*o.MaxBodyBytes)
 	if o.MaxExportElements <= 0 {
 		o.MaxExportElements = DefaultMaxExportElements
 	}
