@@ -11,8 +11,9 @@
 // next event stamps the first content with that next event's arrival.
 //
 // A rate over fewer than two arrivals is unknown and printed as 0, with ratio 0.
-// Exit codes: 0 ok, 2 usage, 5 an unreadable or malformed artifact or truth file, or a truth
-// file that holds none of the artifact's requests.
+// Exit codes: 0 ok, 2 usage, 5 an unreadable or malformed artifact or truth file, an artifact
+// with no measured request, or a truth file that holds none of the artifact's requests. An
+// artifact whose last line was cut short is read without it, with a warning.
 //
 // Usage: go run ./bench/ratecheck [-truth FILE] ARTIFACT
 package main
@@ -55,6 +56,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(5)
 	}
+	if t := a.Stats.Truncated; t != nil {
+		fmt.Fprintf(os.Stderr, "ratecheck: warning: %s: %s: the figures below leave out the requests after it\n", flag.Arg(0), t)
+	}
 	cases := map[string]*caseAcc{}
 	var ids []string
 	for i := range a.Requests {
@@ -85,6 +89,10 @@ func main() {
 				c.ttftErrs = append(c.ttftErrs, float64(rx-t)/1e6)
 			}
 		}
+	}
+	if len(ids) == 0 {
+		fmt.Fprintf(os.Stderr, "ratecheck: %s holds no measured request (%d lines, %d records)\n", flag.Arg(0), a.Stats.Lines, a.Stats.Records)
+		os.Exit(5)
 	}
 	matched := 0
 	for _, id := range ids {

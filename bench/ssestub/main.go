@@ -35,6 +35,12 @@ func main() {
 	delay := flag.Duration("delay", 0, "pause before each event after the first (0: none), to hold many streams open")
 	truthPath := flag.String("truth", "", "write each request's X-Request-Id and first-content write instants (Unix ns) to this file")
 	flag.Parse()
+	switch {
+	case *tokens < 1 || *tokens > 1<<20:
+		log.Fatalf("ssestub: -tokens %d: want 1 to %d", *tokens, 1<<20)
+	case *delay < 0:
+		log.Fatalf("ssestub: -delay %v: want 0 or more", *delay)
+	}
 	events := render(*tokens)
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -61,7 +67,7 @@ func main() {
 			}
 		}
 	})
-	log.Printf("ssestub: http://%s/v1 (%d events per answer)", *listen, len(events))
+	log.Printf("ssestub: http://%s/v1 (%d events per answer)", ln.Addr(), len(events))
 	log.Fatal(http.Serve(ln, nil))
 }
 

@@ -10,8 +10,10 @@ const Done = "data: [DONE]\n\n"
 // VLLMStream returns one streamed answer's SSE events, one string per event ("data: …\n\n"):
 // a role chunk, n one-token content chunks (" tok0", " tok1", …), a finish chunk
 // (finish_reason "length"), the usage chunk (empty choices; promptTokens, n completion
-// tokens) and [DONE] — n+4 events. id and model fill every chunk's "id" and "model".
+// tokens) and [DONE] — n+4 events (a negative n counts as 0). id and model fill every
+// chunk's "id" and "model".
 func VLLMStream(id, model string, promptTokens, n int) []string {
+	n = max(n, 0)
 	head := `data: {"id":"` + id + `","object":"chat.completion.chunk","created":1795967353,"model":"` + model + `","choices":[{"index":0,"delta":`
 	ev := func(delta, finish string) string {
 		return head + delta + `,"logprobs":null,"finish_reason":` + finish + "}]}\n\n"

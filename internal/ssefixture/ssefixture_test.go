@@ -21,3 +21,10 @@ func TestVLLMStream(t *testing.T) {
 		}
 	}
 }
+
+// A negative token count is an answer with no content chunk, not a panic.
+func TestVLLMStreamNegativeCount(t *testing.T) {
+	if ev := VLLMStream("id", "m", 3, -5); len(ev) != 4 || ev[3] != Done {
+		t.Fatalf("%d events, last %q", len(ev), ev[len(ev)-1])
+	}
+}
