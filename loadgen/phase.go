@@ -52,13 +52,20 @@ type attempt struct {
 	done     atomic.Bool
 }
 
+// write records rec. The first record the sink refuses (an artifact on a full disk) ends
+// dispatch as Stop does — a load no longer recorded is only load on the server — and the
+// phase, then Run, returns that error.
 func (p *phase) write(rec artifact.Record) {
 	if err := p.r.sink.Write(rec); err != nil {
 		p.mu.Lock()
-		if p.sinkErr == nil {
+		first := p.sinkErr == nil
+		if first {
 			p.sinkErr = err
 		}
 		p.mu.Unlock()
+		if first {
+			p.r.Stop()
+		}
 	}
 }
 
@@ -104,11 +111,11 @@ func (r *Runner) runPhase(ctx, dctx context.Context, cs Case, name string, st *C
 	if err := ctx.Err(); err != nil {
 		return err // interrupted: the phase never recorded its window
 	}
+	if p.sinkErr != nil {
+		return p.sinkErr // the sink refused a record (and stopped dispatch)
+	}
 	if r.stopped() {
 		return ErrStopped // stopped: likewise
-	}
-	if p.sinkErr != nil {
-		return p.sinkErr
 	}
 	w := p.windowRecord(sched, windowEnd, drained, running)
 	w.ClientHealth = r.healthNow().healthSince(health)

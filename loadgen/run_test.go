@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -707,5 +709,54 @@ func TestDurationWindowLastsItsDuration(t *testing.T) {
 	}
 	if *ws[1].StartedAtNS < *ws[0].DrainedAtNS {
 		t.Fatal("the next case started inside the previous window")
+	}
+}
+
+// failingSink refuses every record after the first ok ones, as an artifact on a full disk.
+type failingSink struct {
+	memSink
+	mu       sync.Mutex
+	ok, seen int
+}
+
+var errDiskFull = errors.New("write run.jsonl: no space left on device")
+
+func (f *failingSink) Write(rec artifact.Record) error {
+	f.mu.Lock()
+	f.seen++
+	fail := f.seen > f.ok
+	f.mu.Unlock()
+	if fail {
+		return errDiskFull
+	}
+	return f.memSink.Write(rec)
+}
+
+// A sink that refuses a record ends dispatch at once: the run returns its error, and far
+// fewer requests than planned were sent.
+func TestSinkErrorStopsDispatch(t *testing.T) {
+	srv := fastSim(t, nil)
+	cfg := baseConfig(srv)
+	cfg.Concurrency = []int{2}
+	cfg.Requests = 400
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := prompt.TiktokenCounter("cl100k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &failingSink{ok: 5}
+	c := client.New(client.Options{MaxConnsPerHost: 64, Timeout: cfg.Timeout})
+	defer c.CloseIdle()
+	r := NewRunner(cfg, c, tok, sink, "session-1", Hooks{})
+	if err := r.Run(context.Background()); !errors.Is(err, errDiskFull) {
+		t.Fatalf("run error %v, want the sink's", err)
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if sink.seen > 20 {
+		t.Fatalf("%d records offered after the sink failed at the 6th (400 planned)", sink.seen)
 	}
 }
