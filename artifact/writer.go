@@ -294,6 +294,12 @@ func (w *Writer) run() {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	armed := false
+	// end is the file's size after the last whole write: a write cut short (a full disk) is
+	// truncated back to the last whole line it wrote, so the file keeps whole lines only.
+	end := int64(-1)
+	if st, err := w.f.Stat(); err == nil {
+		end = st.Size()
+	}
 	flush := func() {
 		if armed {
 			timer.Stop()
@@ -303,8 +309,15 @@ func (w *Writer) run() {
 			return
 		}
 		if w.writeErr() == nil {
-			if _, err := w.f.Write(buf); err != nil {
+			n, err := w.f.Write(buf)
+			switch {
+			case err != nil:
 				w.setErr(err)
+				if n > 0 && end >= 0 { // keep the whole lines written, cut the partial one
+					_ = w.f.Truncate(end + int64(bytes.LastIndexByte(buf[:n], '\n')+1)) // best effort
+				}
+			case end >= 0:
+				end += int64(n)
 			}
 		}
 		if cap(buf) > 4*flushThreshold {
