@@ -85,7 +85,7 @@ func nextLen(b []byte) (num int32, v, rest []byte, ok bool, err error) {
 		}
 		num = int32(tag >> 3)
 		if num <= 0 {
-			return 0, nil, nil, false, fmt.Errorf("%w: field number %d at byte %d", errMalformed, num, pos)
+			return 0, nil, nil, false, fmt.Errorf("%w: field tag %#x at byte %d has no valid (positive) field number", errMalformed, tag, pos)
 		}
 		typ := protowire.Type(tag & 7)
 		if typ == protowire.BytesType {

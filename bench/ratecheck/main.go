@@ -57,7 +57,7 @@ func main() {
 		os.Exit(5)
 	}
 	if t := a.Stats.Truncated; t != nil {
-		fmt.Fprintf(os.Stderr, "ratecheck: warning: %s: %s: the figures below leave out the requests after it\n", flag.Arg(0), t)
+		fmt.Fprintf(os.Stderr, "ratecheck: warning: %s: %s: what it held is not in the figures below\n", flag.Arg(0), t)
 	}
 	cases := map[string]*caseAcc{}
 	var ids []string
