@@ -497,3 +497,65 @@ func TestReplaySpanContexts(t *testing.T) {
 		}
 	}
 }
+
+// Consecutive spans that differ from the last context in one respect only — the attribute
+// names (as many of them), the source, the run or the resource — each name their own
+// context and read back whole.
+func TestWriterSpanContextChangesOneThing(t *testing.T) {
+	base := spanSet(1)[0]
+	base.Attributes = map[string]any{"i": int64(1), "f": 0.5}
+	mk := func(i int, mod func(*VLLMSpan)) VLLMSpan {
+		r := base
+		r.SpanID = Ptr(fmt.Sprintf("%016x", i+1))
+		mod(&r)
+		return r
+	}
+	in := []VLLMSpan{
+		mk(0, func(*VLLMSpan) {}),
+		mk(1, func(r *VLLMSpan) { r.Attributes = map[string]any{"j": int64(2), "f": 1.5} }),
+		mk(2, func(*VLLMSpan) {}),
+		mk(3, func(r *VLLMSpan) { r.Source = SpanSourceGRPC }),
+		mk(4, func(r *VLLMSpan) { r.RunID = "run-other" }),
+		mk(5, func(r *VLLMSpan) { r.Resource = map[string]any{"service.name": "other"}; r.shared = nil }),
+		mk(6, func(*VLLMSpan) {}),
+	}
+	path := filepath.Join(t.TempDir(), "a.jsonl")
+	w, err := NewWriter(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range in {
+		if err := w.Write(&in[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	a, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := a.Stats.Kinds[KindVLLMSpanContext]; n != 5 {
+		t.Fatalf("%d contexts, want 5", n)
+	}
+	var got []VLLMSpan
+	for _, o := range a.Others {
+		if o.Kind != KindVLLMSpanV2 {
+			continue
+		}
+		s, err := DecodeVLLMSpanRaw(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, s)
+	}
+	if len(got) != len(in) {
+		t.Fatalf("%d spans read back, want %d", len(got), len(in))
+	}
+	for i := range in {
+		if !reflect.DeepEqual(got[i], unshared(in[i])) {
+			t.Fatalf("span %d differs:\n got %#v\nwant %#v", i, got[i], in[i])
+		}
+	}
+}

@@ -54,7 +54,8 @@ type Writer struct {
 	err      error // first write error; sticky
 	closeErr error
 
-	contexts spanContextTable // the infer.vllm_span_context lines written so far
+	contexts    spanContextTable // the infer.vllm_span_context lines written so far
+	lastContext lastSpanContext  // the context of the last span line looked up
 }
 
 type writeReq struct {

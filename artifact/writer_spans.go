@@ -1,6 +1,7 @@
 package artifact
 
 import (
+	"bytes"
 	"fmt"
 	"sync"
 )
@@ -30,16 +31,19 @@ func (w *Writer) spanLine(r *VLLMSpan) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("artifact: encoding %T: %w", r, err)
 	}
-	var arr [32]string
-	keys := sortedKeys(arr[:0], r.Attributes)
-	var kb [1024]byte
-	body := contextBody(kb[:0], r.SessionID, r.RunID, r.Source, r.ClockDomain, enc, keys)
-	id, err := w.contextID(body)
-	if err != nil {
-		return nil, err
-	}
-	if id == "" {
-		return MarshalLine(r)
+	id, keys, ok := w.lastContext.match(r, enc)
+	if !ok {
+		var arr [32]string
+		keys = sortedKeys(arr[:0], r.Attributes)
+		var kb [1024]byte
+		body := contextBody(kb[:0], r.SessionID, r.RunID, r.Source, r.ClockDomain, enc, keys)
+		if id, err = w.contextID(body); err != nil {
+			return nil, err
+		}
+		if id == "" {
+			return MarshalLine(r)
+		}
+		w.lastContext.store(r, enc, id, keys)
 	}
 	line, err := r.appendV2(getLine(), id, keys)
 	if err != nil {
@@ -80,4 +84,44 @@ func (w *Writer) contextID(body []byte) (string, error) {
 	t.ids[string(body)] = id
 	t.use[id] = true
 	return id, nil
+}
+
+// lastSpanContext is the context of a Writer's last v2 span line whose context was looked
+// up: a span with the same session, run, source, clock domain, resource and scope encoding
+// and attribute names (the spans of one export, and of the next) takes its id and sorted
+// names without building and hashing the context body again. Its keys are never
+// modified, only replaced.
+type lastSpanContext struct {
+	mu                          sync.Mutex
+	session, run, source, clock string
+	enc                         []byte
+	keys                        []string
+	id                          string
+}
+
+// match returns the last context's id and sorted attribute names when r (whose resource
+// and scope encode to enc) has that context.
+func (c *lastSpanContext) match(r *VLLMSpan, enc []byte) (string, []string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.id == "" || len(r.Attributes) != len(c.keys) || r.SessionID != c.session || r.RunID != c.run ||
+		r.Source != c.source || r.ClockDomain != c.clock || !bytes.Equal(enc, c.enc) {
+		return "", nil, false
+	}
+	for _, k := range c.keys {
+		if _, ok := r.Attributes[k]; !ok {
+			return "", nil, false
+		}
+	}
+	return c.id, c.keys, true
+}
+
+// store makes r's context (id, sorted names keys) the last one.
+func (c *lastSpanContext) store(r *VLLMSpan, enc []byte, id string, keys []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.session, c.run, c.source, c.clock = r.SessionID, r.RunID, r.Source, r.ClockDomain
+	c.enc = append(c.enc[:0:0], enc...)
+	c.keys = append([]string(nil), keys...)
+	c.id = id
 }
