@@ -464,17 +464,7 @@ func BenchmarkDecodeSpanLine(b *testing.B) {
 // Replay hands a sink the spans of v1 and v2 lines alike, equal to what was written.
 func TestReplaySpanContexts(t *testing.T) {
 	in := spanSet(5)
-	path := filepath.Join(t.TempDir(), "a.jsonl")
-	w, err := NewWriter(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range in {
-		if err := w.Write(&in[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	_ = w.Close()
+	path := newSpanArtifact(t, in)
 	old, _ := MarshalLine(&in[0]) // an old v1 line appended
 	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	_, _ = f.Write(append(old, '\n'))
@@ -519,20 +509,7 @@ func TestWriterSpanContextChangesOneThing(t *testing.T) {
 		mk(5, func(r *VLLMSpan) { r.Resource = map[string]any{"service.name": "other"}; r.shared = nil }),
 		mk(6, func(*VLLMSpan) {}),
 	}
-	path := filepath.Join(t.TempDir(), "a.jsonl")
-	w, err := NewWriter(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range in {
-		if err := w.Write(&in[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	a, err := ReadFile(path)
+	a, err := ReadFile(newSpanArtifact(t, in))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -558,4 +535,15 @@ func TestWriterSpanContextChangesOneThing(t *testing.T) {
 			t.Fatalf("span %d differs:\n got %#v\nwant %#v", i, got[i], in[i])
 		}
 	}
+}
+
+// newSpanArtifact writes in, in order, into a new artifact (writeSpans) and returns its path.
+func newSpanArtifact(t *testing.T, in []VLLMSpan) string {
+	path := filepath.Join(t.TempDir(), "a.jsonl")
+	recs := make([]Record, len(in))
+	for i := range in {
+		recs[i] = &in[i]
+	}
+	writeSpans(t, path, recs)
+	return path
 }

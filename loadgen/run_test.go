@@ -158,6 +158,13 @@ func runConfig(t *testing.T, ctx context.Context, cfg *Config) (*memSink, error)
 // before its run begins (e.g. to schedule a Stop).
 func runWith(t *testing.T, ctx context.Context, cfg *Config, started func(*Runner)) (*memSink, error) {
 	t.Helper()
+	sink := &memSink{}
+	return sink, runInto(t, ctx, cfg, sink, started)
+}
+
+// runInto validates cfg and runs it into sink (started as in runWith).
+func runInto(t *testing.T, ctx context.Context, cfg *Config, sink artifact.Sink, started func(*Runner)) error {
+	t.Helper()
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -166,14 +173,13 @@ func runWith(t *testing.T, ctx context.Context, cfg *Config, started func(*Runne
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink := &memSink{}
 	c := client.New(client.Options{MaxConnsPerHost: 64, Timeout: cfg.Timeout})
 	defer c.CloseIdle()
 	r := NewRunner(cfg, c, tok, sink, "session-1", Hooks{})
 	if started != nil {
 		started(r)
 	}
-	return sink, r.Run(ctx)
+	return r.Run(ctx)
 }
 
 var xReqRe = regexp.MustCompile(`^inferprobe-run-1-c2_in64_out8_(warmup|measured)_[01]_\d+$`)
@@ -739,19 +745,8 @@ func TestSinkErrorStopsDispatch(t *testing.T) {
 	cfg := baseConfig(srv)
 	cfg.Concurrency = []int{2}
 	cfg.Requests = 400
-	cfg.Defaults()
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	tok, err := prompt.TiktokenCounter("cl100k_base")
-	if err != nil {
-		t.Fatal(err)
-	}
 	sink := &failingSink{ok: 5}
-	c := client.New(client.Options{MaxConnsPerHost: 64, Timeout: cfg.Timeout})
-	defer c.CloseIdle()
-	r := NewRunner(cfg, c, tok, sink, "session-1", Hooks{})
-	if err := r.Run(context.Background()); !errors.Is(err, errDiskFull) {
+	if err := runInto(t, context.Background(), cfg, sink, nil); !errors.Is(err, errDiskFull) {
 		t.Fatalf("run error %v, want the sink's", err)
 	}
 	sink.mu.Lock()

@@ -126,25 +126,36 @@ func nextFieldSlow(b *[]byte) (wireField, bool) {
 	return f, true
 }
 
-// resourceSpans: resource = 1, scope_spans = 2, schema_url = 3 (all length-delimited).
-func (c *wireConverter) resourceSpans(b []byte) bool {
-	var resource []byte
+// singularFirst checks a ResourceSpans or ScopeSpans message — its singular message = 1
+// (resource or scope), its repeated messages = 2, schema_url = 3, all length-delimited — and
+// returns field 1's payload (nil when absent); false for any other field or a second field 1.
+func singularFirst(b []byte) ([]byte, bool) {
+	var first []byte
 	seen := false
-	for p := b; len(p) > 0; {
-		f, ok := nextField(&p)
+	for len(b) > 0 {
+		f, ok := nextField(&b)
 		if !ok || f.typ != protowire.BytesType {
-			return false
+			return nil, false
 		}
 		switch f.num {
 		case 1:
 			if seen {
-				return false
+				return nil, false
 			}
-			seen, resource = true, f.v
+			seen, first = true, f.v
 		case 2, 3:
 		default:
-			return false
+			return nil, false
 		}
+	}
+	return first, true
+}
+
+// resourceSpans: resource = 1, scope_spans = 2, schema_url = 3 (all length-delimited).
+func (c *wireConverter) resourceSpans(b []byte) bool {
+	resource, ok := singularFirst(b)
+	if !ok {
+		return false
 	}
 	// resource: attributes = 1, dropped_attributes_count = 2.
 	n := 0
@@ -179,23 +190,9 @@ func (c *wireConverter) resourceSpans(b []byte) bool {
 
 // scopeSpans: scope = 1, spans = 2, schema_url = 3 (all length-delimited).
 func (c *wireConverter) scopeSpans(b []byte, resource map[string]any, domain string) bool {
-	var scope []byte
-	seen := false
-	for p := b; len(p) > 0; {
-		f, ok := nextField(&p)
-		if !ok || f.typ != protowire.BytesType {
-			return false
-		}
-		switch f.num {
-		case 1:
-			if seen {
-				return false
-			}
-			seen, scope = true, f.v
-		case 2, 3:
-		default:
-			return false
-		}
+	scope, ok := singularFirst(b)
+	if !ok {
+		return false
 	}
 	sc, ok := c.scope(scope)
 	if !ok {
