@@ -36,8 +36,9 @@ var pacing struct {
 	old           int
 	armed         bool // a gcTick is waiting for the next collection
 	live          []metrics.Sample
-	// paced, when set (tests), is called with the GOGC set after each collection.
-	paced func(gogc int)
+	// paced, when set (tests), is called with the GOGC set after each collection and the
+	// live heap it was set from.
+	paced func(gogc int, live uint64)
 }
 
 // userPacing reports whether the user set the collector's pacing (GOGC or GOMEMLIMIT): the
@@ -104,17 +105,21 @@ func paceReport() (restore func()) {
 // keepOld keeps the GOGC in force when the first run or report begins (pacing held), read
 // from runtime/metrics: a getter, so no collection in progress is waited for.
 func keepOld() {
-	if pacing.runs+pacing.reports > 0 {
-		return
+	if pacing.runs+pacing.reports == 0 {
+		pacing.old = gcPercent()
 	}
+}
+
+// gcPercent returns the GOGC in force (-1 for off), from runtime/metrics.
+func gcPercent() int {
 	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
 	metrics.Read(s)
 	if s[0].Value.Kind() == metrics.KindUint64 {
-		pacing.old = int(int64(s[0].Value.Uint64())) // off (-1) reads as 2⁶⁴−1
-		return
+		return int(int64(s[0].Value.Uint64())) // off (-1) reads as 2⁶⁴−1
 	}
-	pacing.old = debug.SetGCPercent(-1) // a runtime without the metric
-	debug.SetGCPercent(pacing.old)
+	p := debug.SetGCPercent(-1) // a runtime without the metric
+	debug.SetGCPercent(p)
+	return p
 }
 
 // settle sets the pacing that follows a run's or a report's end (pacing held): the report's
@@ -129,8 +134,9 @@ func settle() {
 	}
 }
 
-// setRecordPacing sets GOGC from the live heap of the last collection (pacing held).
-func setRecordPacing() int {
+// setRecordPacing sets GOGC from the live heap of the last collection (pacing held) and
+// returns both.
+func setRecordPacing() (int, uint64) {
 	if pacing.live == nil {
 		pacing.live = []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	}
@@ -141,7 +147,7 @@ func setRecordPacing() int {
 	}
 	p := recordGCPercent(live)
 	debug.SetGCPercent(p)
-	return p
+	return p, live
 }
 
 // gcTick is an object whose cleanup runs after the collection that found it unreachable:
@@ -168,9 +174,9 @@ func onGC() {
 		return
 	}
 	if pacing.reports == 0 {
-		p := setRecordPacing()
+		p, live := setRecordPacing()
 		if pacing.paced != nil {
-			pacing.paced(p)
+			pacing.paced(p, live)
 		}
 	}
 	armGCTick()
