@@ -92,9 +92,15 @@ func TestPaceRecording(t *testing.T) {
 	}
 	runtime.KeepAlive(big)
 	big = nil
-	// Once big is collected, GOGC follows what stays live (over 100 unless the rest of this
-	// test binary holds more than recordHeadroom).
-	got = waitPaced(t, paced, func(a pacedAt) bool { return a.live < n })
+	// Every later collection sets GOGC again from what it found live: over 100 once big is
+	// gone (unless the rest of this test binary holds more than recordHeadroom).
+	for len(paced) > 0 {
+		<-paced
+	}
+	got = waitPaced(t, paced, func(pacedAt) bool { return true })
+	if got.gogc != recordGCPercent(got.live) {
+		t.Fatalf("hook reports GOGC %d for %d MiB live, want %d", got.gogc, got.live>>20, recordGCPercent(got.live))
+	}
 	if got.live < recordHeadroom && gogc() <= 100 {
 		t.Fatalf("GOGC %d (hook %d) with %d MiB live after the large heap was freed, want over 100", gogc(), got.gogc, got.live>>20)
 	}
