@@ -347,7 +347,8 @@ func readBody(w http.ResponseWriter, rc io.ReadCloser, gz bool, max, wireMax, hi
 // readCharged appends src to buf until EOF, at most limit+1 bytes
 // (errTooLarge beyond), doubling the buffer (from 64 KiB) as it fills: each
 // new buffer charged on res before it is allocated, and the outgrown one
-// retired (garbage, charged until a collection).
+// retired (garbage, charged until a collection) when it is of minRetired or
+// more, else released.
 func readCharged(src io.Reader, buf []byte, limit int64, res *reservation) ([]byte, error) {
 	for {
 		if len(buf) == cap(buf) {
@@ -362,7 +363,11 @@ func readCharged(src io.Reader, buf []byte, limit int64, res *reservation) ([]by
 			copy(nb, buf)
 			old := int64(cap(buf))
 			buf = nb
-			res.retire(old)
+			if old >= minRetired {
+				res.retire(old)
+			} else {
+				res.shrink(old) // small garbage: the collector's own pacing frees it
+			}
 		}
 		n, err := src.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]

@@ -326,8 +326,9 @@ func TestGzipBombRefusedEarly(t *testing.T) {
 	if len(buf) > max+1 || cap(buf) > max+1 {
 		t.Fatalf("inflated %d bytes (buffer %d), limit %d", len(buf), cap(buf), max)
 	}
-	// Live: the last buffer (4 MiB + 1); garbage: the ones it outgrew (64 KiB, 128 KiB, … 4 MiB).
-	if res.charged != int64(cap(buf)) || lim.garbage.Load() != 8<<20-64<<10 || lim.inUse() != res.charged+lim.garbage.Load() {
+	// Live: the last buffer (4 MiB + 1); garbage: the ones it outgrew of 1 MiB or more (1, 2
+	// and 4 MiB; the smaller ones were released).
+	if res.charged != int64(cap(buf)) || lim.garbage.Load() != 7<<20 || lim.inUse() != res.charged+lim.garbage.Load() {
 		t.Fatalf("charged %d, garbage %d (limiter %d) for a %d-byte buffer", res.charged, lim.garbage.Load(), lim.inUse(), cap(buf))
 	}
 	// Garbage of a quarter of the limit has started a collection; once it is done the
@@ -621,5 +622,26 @@ func TestHTTPQueueFullRefusesBeforeDecoding(t *testing.T) {
 	}
 	if st := r.Stats(); st.QueueFull != 1 || st.BadRequests != 0 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// A vLLM-sized body (300 kB, read into a fresh buffer that grows 64 → 512 KiB) leaves no
+// garbage charged and starts no collection: only buffers of minRetired or more are kept.
+func TestSmallBodyLeavesNoGarbage(t *testing.T) {
+	body := bytes.Repeat([]byte{0x0a, 0x00}, 150_000)
+	collected := 0
+	lim := memLimiter{limit: 64 << 20, collect: func() { collected++ }}
+	res := reservation{l: &lim}
+	buf, err := readBody(httptest.NewRecorder(), io.NopCloser(bytes.NewReader(body)), false, 16<<20, 16<<20, 0, &res, nil)
+	if err != nil || len(buf) != len(body) {
+		t.Fatalf("read %d bytes, %v", len(buf), err)
+	}
+	if lim.garbage.Load() != 0 || lim.collecting.Load() || res.charged != int64(cap(buf)) || lim.inUse() != res.charged {
+		t.Fatalf("garbage %d, collecting %v, charged %d (limiter %d) for a %d-byte buffer",
+			lim.garbage.Load(), lim.collecting.Load(), res.charged, lim.inUse(), cap(buf))
+	}
+	res.release()
+	if lim.inUse() != 0 || lim.collecting.Load() {
+		t.Fatalf("after release: limiter %d, collecting %v", lim.inUse(), lim.collecting.Load())
 	}
 }

@@ -31,14 +31,17 @@ func decodeCost(wire int, c *exportCounts) int64 {
 // waits: a charge that does not fit is refused at once, so the caller can
 // refuse its export retryably before spending CPU on it.
 //
-// A body buffer an export has let go of (one outgrown while inflating, or one
-// too large to pool) stays charged as garbage until a collection has run
-// since: without that, bodies inflating to the 16 MiB limit freed memory only
+// A body buffer of minRetired or more that an export has let go of (one
+// outgrown while inflating, or one too large to pool) stays charged as
+// garbage until a collection has run since: without that, bodies inflating to the 16 MiB limit freed memory only
 // on paper, and 40 gzip bombs at once (19 kB each) took the process to
 // 734 MB. Garbage of a quarter of the limit, a charge refused while garbage
 // is pending, or garbage with no export in flight starts one collection
 // (runtime.GC on a goroutine of its own, one at a time), after which the
 // garbage charged before it began is released.
+// Smaller buffers are released as before: a vLLM export (about 300 kB) lets
+// go of none this large, so its receiver never forces a collection — one per
+// export would land on a load generator's timing.
 type memLimiter struct {
 	limit   int64
 	used    atomic.Int64 // charged: the exports' bytes and the garbage
@@ -151,6 +154,17 @@ func (r *reservation) grow(n int64) error {
 
 // growTo charges up to total bytes in all (nothing when already charged).
 func (r *reservation) growTo(total int64) error { return r.grow(total - r.charged) }
+
+// minRetired is the smallest let-go buffer kept charged as garbage (see
+// memLimiter).
+const minRetired = 1 << 20
+
+// shrink returns n bytes of the charge (a small buffer let go of).
+func (r *reservation) shrink(n int64) {
+	n = min(n, r.charged)
+	r.charged -= n
+	r.l.release(n)
+}
 
 // retire moves n bytes of the charge (a buffer let go of) into the limiter's
 // garbage (see memLimiter).
