@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 
@@ -191,6 +192,7 @@ func AnalyzeInput(ctx context.Context, in *Input, opts Options) (*Report, error)
 	} else if ids := sessionIDs(a.Sessions); len(ids) > 1 {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the artifact holds %d sessions (%s): their cases are analysed together, and the workload and status shown are the first and last session's", len(ids), strings.Join(ids, ", ")))
 	}
+	rep.Warnings = append(rep.Warnings, unreadRequests(a.Stats.Kinds)...)
 	rep.Telemetry = telemetry(a)
 	vr, err := analyzeVLLM(in, opts.VLLMSpans)
 	if err != nil {
@@ -396,4 +398,27 @@ func sessionIDs(sessions []artifact.Session) []string {
 		}
 	}
 	return ids
+}
+
+// unreadRequests warns of infer.request records of a schema_version the analysis does not
+// read (it reads v1 and keeps the correlation model's v2 aside; 0 is a missing version): the
+// report is built from requests, so none may go uncounted silently. Sorted by version.
+func unreadRequests(kinds map[artifact.Kind]int) []string {
+	var out []string
+	var versions []int64
+	for k := range kinds {
+		if k.EventType == artifact.EventRequest && k != artifact.KindRequest && k != artifact.KindRequestV2 {
+			versions = append(versions, k.SchemaVersion)
+		}
+	}
+	slices.Sort(versions)
+	for _, v := range versions {
+		n := kinds[artifact.Kind{EventType: artifact.EventRequest, SchemaVersion: v}]
+		what := fmt.Sprintf("schema_version %d", v)
+		if v == 0 {
+			what = "no (or a zero) schema_version"
+		}
+		out = append(out, fmt.Sprintf("%d %s record(s) with %s not read: this analysis reads schema_version %d", n, artifact.EventRequest, what, artifact.RequestSchemaVersion))
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -488,5 +489,27 @@ func TestReportCacheAndMemory(t *testing.T) {
 	if c.Memory.PeakDeviceUsedBytes == nil || *c.Memory.PeakDeviceUsedBytes != 1000 || *c.Memory.PeakProcessRSSBytes != 70 ||
 		c.Memory.ServerCoverage.Status != "not_joined" || c.Memory.ObservationScope != "client_local" {
 		t.Errorf("memory %+v", c.Memory)
+	}
+}
+
+// A request record of a schema_version the analysis does not read (none at all, or a future
+// one) is named in a warning, not dropped silently; the other requests are analysed as before.
+func TestReportWarnsOfUnreadRequests(t *testing.T) {
+	recs := append([]rec{sessionRec("running")}, tenRequests()...)
+	recs = append(recs, windowRec(), rec{"event_type": artifact.EventRequest},
+		rec{"event_type": artifact.EventRequest, "schema_version": 9}, rec{"event_type": artifact.EventRequest, "schema_version": 9})
+	r, _, txt := analyzeRecs(t, Options{}, recs...)
+	want := []string{
+		"1 infer.request record(s) with no (or a zero) schema_version not read: this analysis reads schema_version 1",
+		"2 infer.request record(s) with schema_version 9 not read: this analysis reads schema_version 1",
+	}
+	if !reflect.DeepEqual(r.Warnings, want) {
+		t.Fatalf("warnings %q, want %q", r.Warnings, want)
+	}
+	if n := r.Cases["c1"].SuccessfulRequests; n != 10 {
+		t.Errorf("%d requests analysed, want 10\n%s", n, txt)
+	}
+	if r0, _, _ := analyzeRecs(t, Options{}, append([]rec{sessionRec("running")}, append(tenRequests(), windowRec())...)...); len(r0.Warnings) != 0 {
+		t.Errorf("warnings without unread records: %q", r0.Warnings)
 	}
 }
