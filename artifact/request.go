@@ -115,8 +115,18 @@ func (Request) selfEncoding() {}
 func (Request) RecordKind() Kind { return KindRequest }
 
 // MarshalJSON writes the record with its event_type and schema_version;
-// a nil ChunkInterarrivalMS is written as [].
+// a nil ChunkInterarrivalMS is written as []. The line is what encoding/json
+// writes for the fields, written without reflection (appendRequestLine); a NaN
+// or infinite float is an encoding/json error.
 func (r Request) MarshalJSON() ([]byte, error) {
+	if b, ok := appendRequestLine(getLine(), &r); ok {
+		return b, nil
+	}
+	return r.marshalReflect()
+}
+
+// marshalReflect is MarshalJSON through encoding/json.
+func (r Request) marshalReflect() ([]byte, error) {
 	type plain Request
 	p := plain(r)
 	if p.ChunkInterarrivalMS == nil {
