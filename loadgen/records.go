@@ -62,7 +62,7 @@ func (p *phase) baseRecord(a *attempt) *artifact.Request {
 		RequestID:          p.requestID(a),
 		CaseID:             p.cs.ID,
 		Phase:              p.name,
-		Endpoint:           artifact.RedactURL(cfg.Endpoint),
+		Endpoint:           p.r.endpoint,
 		Model:              cfg.Model,
 		TargetInputTokens:  int64(p.cs.InputTokens),
 		TargetOutputTokens: int64(p.cs.OutputTokens),

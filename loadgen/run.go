@@ -33,6 +33,7 @@ type Runner struct {
 	tok       prompt.Tokenizer
 	sessionID string
 	hooks     Hooks
+	endpoint  string // cfg.Endpoint through artifact.RedactURL: every record's endpoint
 
 	// running counts HTTP calls still running, abandoned ones included, so that the next
 	// phase can wait for them (abandoned_requests).
@@ -82,7 +83,7 @@ type CaseStats struct {
 // the run; records already accepted stay. The runner never closes sink.
 func NewRunner(cfg *Config, c *client.Client, tok prompt.Tokenizer, sink artifact.Sink, sessionID string, hooks Hooks) *Runner {
 	r := &Runner{cfg: cfg, client: c, tok: tok, sink: sink, sessionID: sessionID, hooks: hooks, stats: map[string]*CaseStats{}, stop: make(chan struct{}),
-		clock: clockwork.NewRealClock(), realClock: true}
+		clock: clockwork.NewRealClock(), realClock: true, endpoint: artifact.RedactURL(cfg.Endpoint)}
 	r.idle = sync.NewCond(&r.runningMu)
 	return r
 }
