@@ -226,8 +226,8 @@ func TestHTTPBadInput(t *testing.T) {
 		{"int64 overflow string", []byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203331","name":"x","attributes":[{"key":"i","value":{"intValue":"9223372036854775808"}}]}]}]}]}`), jsonHdr, 400, codes.InvalidArgument, "undecodable"},
 		{"not gzip", good, map[string]string{"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"}, 400, codes.InvalidArgument, "invalid gzip body"},
 		{"truncated gzip", gzipped(t, good)[:40], map[string]string{"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"}, 400, codes.InvalidArgument, "invalid gzip body"},
-		{"oversized", zeros, protoHdr, 413, codes.InvalidArgument, "over the 1048576-byte limit"},
-		{"gzip over limit after inflation", gzipped(t, zeros), map[string]string{"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"}, 413, codes.InvalidArgument, "after decompression"},
+		{"oversized", zeros, protoHdr, 413, codes.ResourceExhausted, "over the 1048576-byte limit"},
+		{"gzip over limit after inflation", gzipped(t, zeros), map[string]string{"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"}, 413, codes.ResourceExhausted, "after decompression"},
 	} {
 		resp, out := post(t, url, c.body, c.hdr)
 		if resp.StatusCode != c.status {

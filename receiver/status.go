@@ -27,7 +27,8 @@ const (
 	// receiver does not read (HTTP only).
 	outcomeUnsupportedMedia
 	// outcomeTooLarge: a body over MaxBodyBytes, by its Content-Length or
-	// after decompression (HTTP only: gRPC enforces its own message limit).
+	// after decompression (HTTP only: gRPC enforces its own message limit, and
+	// answers RESOURCE_EXHAUSTED, the code this one carries too).
 	outcomeTooLarge
 	// outcomeTooComplex: an export over MaxExportElements elements or
 	// MaxValueDepth nesting levels by its pre-scan, or one whose decode cost
@@ -73,7 +74,7 @@ var answers = [...]answer{
 	outcomeAccepted:         {httpStatus: http.StatusOK, grpcCode: codes.OK},
 	outcomePartial:          {httpStatus: http.StatusOK, grpcCode: codes.OK},
 	outcomeUnsupportedMedia: {httpStatus: http.StatusUnsupportedMediaType, grpcCode: codes.InvalidArgument},
-	outcomeTooLarge:         {httpStatus: http.StatusRequestEntityTooLarge, grpcCode: codes.InvalidArgument},
+	outcomeTooLarge:         {httpStatus: http.StatusRequestEntityTooLarge, grpcCode: codes.ResourceExhausted},
 	outcomeTooComplex:       {httpStatus: http.StatusRequestEntityTooLarge, grpcCode: codes.ResourceExhausted},
 	outcomeMemory:           {httpStatus: http.StatusTooManyRequests, grpcCode: codes.ResourceExhausted, retryable: true},
 	outcomeBusy:             {httpStatus: http.StatusTooManyRequests, grpcCode: codes.ResourceExhausted, retryable: true},
