@@ -215,7 +215,6 @@ func (p *phase) runOpen(ctx context.Context, s *schedule.Schedule) time.Time {
 	}
 	var wg sync.WaitGroup
 	lastSend := p.start
-	pool := newWorkers()
 	for i, off := range s.Offsets {
 		if !cfg.Owns(0, i) {
 			continue // another shard's arrival
@@ -237,13 +236,12 @@ func (p *phase) runOpen(ctx context.Context, s *schedule.Schedule) time.Time {
 		lastSend = p.r.clock.Now()
 		wg.Add(1)
 		p.r.callStarted() // counted from dispatch, so that no wait for running calls misses it
-		pool.Go(func() {
+		go func(a *attempt) {
 			defer wg.Done()
 			defer func() { <-slots }()
 			p.send(ctx, a)
-		})
+		}(a)
 	}
-	pool.close()
 	if dur == 0 {
 		windowEnd = lastSend
 		p.deadline = windowEnd.Add(cfg.DrainTimeout)
