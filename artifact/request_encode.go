@@ -3,7 +3,6 @@ package artifact
 import (
 	"math"
 	"strconv"
-	"unicode/utf8"
 )
 
 // requestLineHead is what every infer.request v1 line starts with.
@@ -158,52 +157,4 @@ func appendStdFloat(b []byte, f float64, ok *bool) []byte {
 		b = b[:n-1]
 	}
 	return b
-}
-
-// appendStdString writes s as encoding/json writes a string with HTML escaping off: '"' and
-// '\' escaped with a backslash; \b, \f, \n, \r and \t by their short escapes; the other
-// control characters, U+2028 and U+2029 as \u00XX / \u2028 / \u2029; each byte of invalid
-// UTF-8 as \ufffd. (appendString, which span lines use, writes \b and \f as \u0008 and
-// \u000c.)
-func appendStdString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = appendU(b, rune(c))
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if (r == utf8.RuneError && size == 1) || r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = appendU(b, r)
-			start = i + size
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

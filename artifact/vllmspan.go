@@ -330,8 +330,17 @@ func appendStringPtr(b []byte, v *string) []byte {
 
 // appendString writes s as a JSON string: ", \ and control characters
 // escaped, U+2028/U+2029 escaped, invalid UTF-8 replaced by U+FFFD (as
-// encoding/json does), no HTML escaping.
-func appendString(b []byte, s string) []byte {
+// encoding/json does), no HTML escaping; \b and \f as \u0008 and \u000c.
+func appendString(b []byte, s string) []byte { return appendJSONString(b, s, false) }
+
+// appendStdString is appendString with \b and \f as their short escapes: exactly what
+// encoding/json writes with HTML escaping off.
+func appendStdString(b []byte, s string) []byte { return appendJSONString(b, s, true) }
+
+// appendJSONString writes s between quotes: '"' and '\' escaped with a backslash; \n, \r,
+// \t (and \b, \f when short) by their short escapes; the other control characters, U+2028
+// and U+2029 as \u00XX / \u2028 / \u2029; each byte of invalid UTF-8 as \ufffd.
+func appendJSONString(b []byte, s string, short bool) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -342,15 +351,19 @@ func appendString(b []byte, s string) []byte {
 				continue
 			}
 			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
+			switch {
+			case c == '"' || c == '\\':
 				b = append(b, '\\', c)
-			case '\n':
+			case c == '\n':
 				b = append(b, '\\', 'n')
-			case '\r':
+			case c == '\r':
 				b = append(b, '\\', 'r')
-			case '\t':
+			case c == '\t':
 				b = append(b, '\\', 't')
+			case short && c == '\b':
+				b = append(b, '\\', 'b')
+			case short && c == '\f':
+				b = append(b, '\\', 'f')
 			default:
 				b = appendU(b, rune(c))
 			}
@@ -359,19 +372,10 @@ func appendString(b []byte, s string) []byte {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = appendU(b, utf8.RuneError)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
+		if (r == utf8.RuneError && size == 1) || r == '\u2028' || r == '\u2029' {
 			b = append(b, s[start:i]...)
 			b = appendU(b, r)
-			i += size
-			start = i
-			continue
+			start = i + size
 		}
 		i += size
 	}
