@@ -79,15 +79,24 @@ func (a *Artifact) ValidateRequests(requests int, requestNote string) error {
 		return fmt.Errorf("%w: %s holds only blank lines: an inferprobe artifact holds JSONL records, the first an infer.session", ErrInvalidArtifact, name)
 	}
 	if len(a.Sessions) == 0 {
-		return fmt.Errorf("%w: %s has no infer.session record", ErrInvalidArtifact, name)
+		return fmt.Errorf("%w: %s has no infer.session record%s", ErrInvalidArtifact, name, a.cutNote())
 	}
 	if requests == 0 {
 		if n := a.Stats.Kinds[KindRequestV2]; n > 0 {
 			return fmt.Errorf("%w: %s has no infer.request v1 record (only %d correlation-model infer.request v2 records)", ErrInvalidArtifact, name, n)
 		}
-		return fmt.Errorf("%w: %s has no infer.request record%s", ErrInvalidArtifact, name, requestNote)
+		return fmt.Errorf("%w: %s has no infer.request record%s%s", ErrInvalidArtifact, name, requestNote, a.cutNote())
 	}
 	return nil
+}
+
+// cutNote is "" or, when the last line was cut short and ignored, a clause saying so: the
+// record a reader misses may be on it (a file cut while it was written, or not JSONL).
+func (a *Artifact) cutNote() string {
+	if t := a.Truncated; t != nil {
+		return fmt.Sprintf(" (its last line, line %d, %d bytes with no newline, is not valid JSON and was not read)", t.Line, t.Bytes)
+	}
+	return ""
 }
 
 // ReadFile loads the artifact at path; see ReadFileContext.

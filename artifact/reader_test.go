@@ -251,6 +251,9 @@ func TestValidateAndReadFile(t *testing.T) {
 		"empty":          {"", "empty.jsonl is empty: an inferprobe artifact holds JSONL records"},
 		"blank":          {"\n \n\t\n", "blank.jsonl holds only blank lines"},
 		"unknown record": {"{}\n", "no infer.session record"},
+		"cut session":    {`{"event_type":"infer.session","schema`, "no infer.session record (its last line, line 1, 37 bytes with no newline, is not valid JSON and was not read)"},
+		"garbage":        {"garbage", "no infer.session record (its last line, line 1, 7 bytes"},
+		"cut request":    {noRequest.String() + `{"event_type":"infer.request"`, "no infer.request record (its last line"},
 	} {
 		a, err := ReadFile(write(name+".jsonl", c.text))
 		if err != nil {
