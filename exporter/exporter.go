@@ -47,12 +47,14 @@ type Labels struct {
 	Target, Model, Probe string
 }
 
+// values are the label values of l, then extra; each not valid UTF-8 has its bad bytes
+// replaced by U+FFFD (client_golang panics on such a value).
 func (l Labels) values(extra ...string) []string {
-	return append([]string{l.Target, l.Model, l.Probe}, extra...)
+	return append([]string{labelValue(l.Target), labelValue(l.Model), labelValue(l.Probe)}, extra...)
 }
 
 func (l Labels) match() prometheus.Labels {
-	return prometheus.Labels{LabelTarget: l.Target, LabelModel: l.Model, LabelProbe: l.Probe}
+	return prometheus.Labels{LabelTarget: labelValue(l.Target), LabelModel: labelValue(l.Model), LabelProbe: labelValue(l.Probe)}
 }
 
 // Histogram keys: the SLO criterion key a histogram carries ("client.ttft", …, as in
@@ -355,8 +357,8 @@ func (e *Exporter) deleteGauges(l Labels) {
 
 // ForgetTarget deletes a target's scrape series.
 func (e *Exporter) ForgetTarget(target string) {
-	e.scrapeUp.DeleteLabelValues(target)
-	e.scrapeDuration.DeleteLabelValues(target)
+	e.scrapeUp.DeleteLabelValues(labelValue(target))
+	e.scrapeDuration.DeleteLabelValues(labelValue(target))
 }
 
 // ScrapeResult publishes one scrape of a target's vLLM /metrics.
@@ -365,8 +367,8 @@ func (e *Exporter) ScrapeResult(target string, up bool, d time.Duration) {
 	if up {
 		v = 1
 	}
-	e.scrapeUp.WithLabelValues(target).Set(v)
-	e.scrapeDuration.WithLabelValues(target).Set(d.Seconds())
+	e.scrapeUp.WithLabelValues(labelValue(target)).Set(v)
+	e.scrapeDuration.WithLabelValues(labelValue(target)).Set(d.Seconds())
 }
 
 // SpanUnrouted counts a delivered span that matched no probe run.

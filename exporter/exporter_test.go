@@ -579,3 +579,26 @@ func TestWatchReceiver(t *testing.T) {
 		}
 	}
 }
+
+// A probe's labels that are not valid UTF-8 (a model name from a command line) are
+// exported with U+FFFD for the bad bytes; client_golang would panic on them as given.
+func TestLabelsNotUTF8(t *testing.T) {
+	e := New(Options{Version: "v0.1.0", Thresholds: map[string][]float64{KeyTTFT: {0.5}}})
+	l := Labels{Target: "vllm\xff", Model: "m\x01\xfe", Probe: "steady"}
+	feedAll(t, e, l)
+	seen := 0
+	for name, mf := range gather(t, e) {
+		for _, m := range mf.GetMetric() {
+			lm := labelMap(m)
+			if model, ok := lm["model"]; ok {
+				if model != "m\x01\uFFFD" || lm["target"] != "vllm\uFFFD" {
+					t.Fatalf("%s: labels %v", name, lm)
+				}
+				seen++
+			}
+		}
+	}
+	if seen < 20 {
+		t.Fatalf("%d series carry the model label", seen)
+	}
+}

@@ -44,6 +44,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Config holds every knob of the simulated server. Start validates it (see Validate); the
@@ -260,6 +261,8 @@ func (p *problems) add(format string, args ...any) { *p = append(*p, fmt.Errorf(
 func (c *Config) checkEngine(p *problems) {
 	if strings.TrimSpace(c.Model) == "" {
 		p.add("model name is empty")
+	} else if !utf8.ValidString(c.Model) {
+		p.add("model name %q is not valid UTF-8", c.Model)
 	}
 	if c.Engines < 1 || c.Engines > 64 {
 		p.add("engines must be in [1,64], got %d", c.Engines)

@@ -141,6 +141,7 @@ func TestConfigValidate(t *testing.T) {
 	}
 	bad := []func(*Config){
 		func(c *Config) { c.Model = " " },
+		func(c *Config) { c.Model = "m\xff" }, // a Prometheus label value must be UTF-8
 		func(c *Config) { c.Engines = 0 },
 		func(c *Config) { c.MaxNumSeqs = 0 },
 		func(c *Config) { c.BlockSize = 0 },
