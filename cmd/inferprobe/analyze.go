@@ -177,7 +177,7 @@ func (af *analyzeFlags) run(cmd *cobra.Command, args []string) error {
 		}
 		return nil
 	}
-	if err := os.WriteFile(af.output, buf.Bytes(), 0o644); err != nil {
+	if err := writeReportFile(af.output, buf.Bytes()); err != nil {
 		return withCode(exitUnexpected, fmt.Errorf("cannot write --output: %w", err))
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "Analysis report saved to: %s\n", af.output)
@@ -272,4 +272,24 @@ func (af *analyzeFlags) serverTelemetryInput(cmd *cobra.Command) (*analyze.Serve
 		st.Samples = append(st.Samples, samples...)
 	}
 	return st, nil
+}
+
+// writeReportFile writes a report to path (created 0644, or truncated). When the file
+// opened but the write or close failed (a full disk), a regular file is removed rather than
+// left holding part of the report; a path that could not be opened is left as it was.
+func writeReportFile(path string, report []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(report)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		if fi, serr := os.Stat(path); serr == nil && fi.Mode().IsRegular() {
+			_ = os.Remove(path)
+		}
+	}
+	return err
 }

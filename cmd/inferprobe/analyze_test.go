@@ -350,3 +350,24 @@ func TestAnalyzeArtifactReportHelper(t *testing.T) {
 		t.Fatal("a missing artifact must fail")
 	}
 }
+
+// writeReportFile writes the report, and on a failed write leaves a device as it was (the
+// removal of a regular file cut short by a full disk was checked by hand on a full tmpfs).
+func TestWriteReportFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.json")
+	if err := writeReportFile(path, []byte("report\n")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "report\n" {
+		t.Fatalf("%q %v", b, err)
+	}
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	if err := writeReportFile("/dev/full", []byte("report\n")); err == nil {
+		t.Fatal("a write to /dev/full succeeded")
+	}
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Fatalf("/dev/full after the failed write: %v", err)
+	}
+}
