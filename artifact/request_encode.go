@@ -137,15 +137,20 @@ func appendStdFloatPtr(b []byte, f *float64, ok *bool) []byte {
 	return appendStdFloat(b, *f, ok)
 }
 
-// appendStdFloat writes f as encoding/json writes a float64: the shortest digits that read
-// back as f, in exponent form (with a one-digit negative exponent as "e-7", not "e-07")
-// outside [1e-6, 1e21), with no decimal point added to a whole number. A NaN or infinite f
-// sets *ok to false.
+// appendStdFloat writes f as encoding/json writes a float64 (appendFiniteFloat); a NaN or
+// infinite f sets *ok to false.
 func appendStdFloat(b []byte, f float64, ok *bool) []byte {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		*ok = false
 		return b
 	}
+	return appendFiniteFloat(b, f)
+}
+
+// appendFiniteFloat writes a finite f as encoding/json writes a float64: the shortest digits
+// that read back as f, in exponent form (a one-digit negative exponent as "e-7", not "e-07")
+// outside [1e-6, 1e21), with no decimal point added to a whole number.
+func appendFiniteFloat(b []byte, f float64) []byte {
 	abs := math.Abs(f)
 	format := byte('f')
 	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {

@@ -383,31 +383,16 @@ func appendJSONString(b []byte, s string, short bool) []byte {
 	return append(b, '"')
 }
 
-// appendFloat writes a float64 as encoding/json does (shortest round-trip
-// digits, exponent form outside [1e-6, 1e21)), but always with a decimal
-// point or exponent so it reads back as a double. Non-finite values are the
+// appendFloat writes a float64 as encoding/json does (appendStdFloat), but always with a
+// decimal point or exponent so it reads back as a double. Non-finite values are the
 // strings "NaN", "+Inf", "-Inf".
 func appendFloat(b []byte, f float64) []byte {
 	if s := nonFiniteJSON(f); s != "" {
 		return append(b, s...)
 	}
-	abs := math.Abs(f)
-	format := byte('f')
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
 	start := len(b)
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// clean up e-09 to e-9, as encoding/json does
-		n := len(b) - start
-		if n >= 4 && b[len(b)-4] == 'e' && b[len(b)-3] == '-' && b[len(b)-2] == '0' {
-			b[len(b)-2] = b[len(b)-1]
-			b = b[:len(b)-1]
-		}
-		return b
-	}
-	if bytes.IndexByte(b[start:], '.') < 0 {
+	b = appendFiniteFloat(b, f)
+	if bytes.IndexAny(b[start:], ".e") < 0 {
 		b = append(b, '.', '0')
 	}
 	return b

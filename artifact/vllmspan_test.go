@@ -241,6 +241,10 @@ func TestAppendFloatRoundTrips(t *testing.T) {
 		if !json.Valid([]byte(s)) {
 			t.Fatalf("%q is not JSON", s)
 		}
+		std, _ := json.Marshal(f) // encoding/json's spelling, with ".0" where it has no point
+		if want := string(std); (strings.ContainsAny(want, ".e") && s != want) || (!strings.ContainsAny(want, ".e") && s != want+".0") {
+			t.Fatalf("%v spelled %q, encoding/json %q", f, s, std)
+		}
 	}
 	for f, want := range map[float64]string{math.NaN(): `"NaN"`, math.Inf(1): `"+Inf"`, math.Inf(-1): `"-Inf"`} {
 		if got := string(appendFloat(nil, f)); got != want {
