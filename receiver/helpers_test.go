@@ -257,3 +257,14 @@ func errorsAs(err error, target any) bool { return errors.As(err, target) }
 func contextFor() artifact.Context {
 	return artifact.NewArtifactHeader("run-1", "sess-1", "v0.0.0-test", baseNS, artifact.Host{Name: "client"}, 4242).Context
 }
+
+// addEventAndLink gives sp one event (name "e", int attribute i=1) and one link (trace id
+// 01…, span id 02…).
+func addEventAndLink(sp ptrace.Span) {
+	ev := sp.Events().AppendEmpty()
+	ev.SetName("e")
+	ev.Attributes().PutInt("i", 1)
+	ln := sp.Links().AppendEmpty()
+	ln.SetTraceID([16]byte{1})
+	ln.SetSpanID([8]byte{2})
+}

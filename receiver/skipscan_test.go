@@ -99,12 +99,7 @@ func nestedTraces(t testing.TB, depth int) ptrace.Traces {
 		m.PutStr("k", "v")
 		v = m.PutEmptySlice("deeper")
 	}
-	ev := sp.Events().AppendEmpty()
-	ev.SetName("e")
-	ev.Attributes().PutInt("i", 1)
-	ln := sp.Links().AppendEmpty()
-	ln.SetTraceID([16]byte{1})
-	ln.SetSpanID([8]byte{2})
+	addEventAndLink(sp)
 	sp.Status().SetMessage("m")
 	return td
 }
