@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"syscall"
 
@@ -274,10 +276,49 @@ func (af *analyzeFlags) serverTelemetryInput(cmd *cobra.Command) (*analyze.Serve
 	return st, nil
 }
 
-// writeReportFile writes a report to path (created 0644, or truncated). When the file
-// opened but the write or close failed (a full disk), a regular file is removed rather than
-// left holding part of the report; a path that could not be opened is left as it was.
+// writeReportFile writes a report to path without ever leaving a partial one: a regular file
+// (or a path not yet there; through symlinks, the file they name) is written to a temporary
+// file beside it, then renamed over it, so a failed write (a full disk) leaves the old file
+// as it was and nothing half-written; the file gets the old one's permissions, else 0644. A
+// path that is not a regular file (a device, a pipe), or whose directory takes no new file,
+// is written in place.
 func writeReportFile(path string, report []byte) error {
+	target := path
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		target = real
+	}
+	mode := os.FileMode(0o644)
+	if fi, err := os.Stat(target); err == nil {
+		if !fi.Mode().IsRegular() {
+			return writeInPlace(target, report)
+		}
+		mode = fi.Mode().Perm()
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp-*")
+	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return writeInPlace(target, report)
+		}
+		return err
+	}
+	_, err = tmp.Write(report)
+	if err == nil {
+		err = tmp.Chmod(mode)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), target)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+	}
+	return err
+}
+
+// writeInPlace writes report to path, created 0644 or truncated.
+func writeInPlace(path string, report []byte) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
@@ -285,11 +326,6 @@ func writeReportFile(path string, report []byte) error {
 	_, err = f.Write(report)
 	if cerr := f.Close(); err == nil {
 		err = cerr
-	}
-	if err != nil {
-		if fi, serr := os.Stat(path); serr == nil && fi.Mode().IsRegular() {
-			_ = os.Remove(path)
-		}
 	}
 	return err
 }

@@ -351,23 +351,51 @@ func TestAnalyzeArtifactReportHelper(t *testing.T) {
 	}
 }
 
-// writeReportFile writes the report, and on a failed write leaves a device as it was (the
-// removal of a regular file cut short by a full disk was checked by hand on a full tmpfs).
+// writeReportFile replaces a report through a temporary file: a symlink stays a symlink to
+// the file it named, the old file's permissions stay, no temporary file is left, and a
+// device is written in place. (A write cut short by a full disk leaving the old file as it
+// was, and no temporary file, was checked by hand on a full tmpfs: a test cannot fill a
+// filesystem here.)
 func TestWriteReportFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "r.json")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.json")
 	if err := writeReportFile(path, []byte("report\n")); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := os.ReadFile(path); err != nil || string(b) != "report\n" {
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Fatalf("new report: %v %v", fi, err)
+	}
+	if err := os.Chmod(path, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink(path, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeReportFile(link, []byte("second\n")); err != nil {
+		t.Fatal(err)
+	}
+	if dest, err := os.Readlink(link); err != nil || dest != path {
+		t.Fatalf("the symlink now names %q (%v)", dest, err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "second\n" {
 		t.Fatalf("%q %v", b, err)
 	}
-	if _, err := os.Stat("/dev/full"); err != nil {
-		t.Skip("no /dev/full")
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o640 {
+		t.Fatalf("mode %v, want the old 0640", fi.Mode().Perm())
 	}
-	if err := writeReportFile("/dev/full", []byte("report\n")); err == nil {
-		t.Fatal("a write to /dev/full succeeded")
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Fatalf("left in the directory: %v", entries)
 	}
-	if _, err := os.Stat("/dev/full"); err != nil {
-		t.Fatalf("/dev/full after the failed write: %v", err)
+	if err := writeReportFile(filepath.Join(dir, "no", "such", "r.json"), []byte("x")); err == nil {
+		t.Fatal("a report into a missing directory was written")
+	}
+	if _, err := os.Stat("/dev/full"); err == nil {
+		if err := writeReportFile("/dev/full", []byte("report\n")); err == nil {
+			t.Fatal("a write to /dev/full succeeded")
+		}
+		if fi, err := os.Stat("/dev/full"); err != nil || fi.Mode().IsRegular() {
+			t.Fatalf("/dev/full after the failed write: %v %v", fi, err)
+		}
 	}
 }
