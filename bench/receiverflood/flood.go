@@ -93,7 +93,9 @@ func runFlood(cfg config) error {
 	fmt.Printf("receiver pid %d, GOMAXPROCS=%d, taskset %q, consumer=%s, transport=%s; exports of %d spans (%d bytes); %d cores here\n",
 		t.pid, cfg.procs, cfg.cpus, cfg.consumer, cfg.transport, cfg.batch, len(t.payload), runtime.NumCPU())
 	stopSampling := sampleRSS(t.pid)
+	capDone := t.profile(capacityProfile(cfg.cpuProfile), cfg.calibrate)
 	capacity, capCPU, err := t.capacity(cfg.calibrate, cfg.clients)
+	<-capDone
 	if err != nil {
 		return err
 	}
@@ -141,6 +143,15 @@ func runFlood(cfg config) error {
 
 // profile fetches the child's CPU profile over d into file (nothing when file is ""); the
 // returned channel is closed once it is written.
+// capacityProfile names the capacity measurement's CPU profile beside the flood's
+// (FILE.capacity); "" when there is none.
+func capacityProfile(file string) string {
+	if file == "" {
+		return ""
+	}
+	return file + ".capacity"
+}
+
 func (t *target) profile(file string, d time.Duration) <-chan struct{} {
 	done := make(chan struct{})
 	if file == "" || t.statsURL == "" {

@@ -75,7 +75,7 @@ func main() {
 	batch := flag.Int("batch", 512, "spans per export")
 	inflight := flag.Int("inflight", 1024, "most exports in flight during the flood")
 	maxRSS := flag.Int("max-rss-mib", 1024, "fail when the receiver's peak RSS reaches this many MiB")
-	cpuProfile := flag.String("cpuprofile", "", "write the receiver's CPU profile over the flood to this file")
+	cpuProfile := flag.String("cpuprofile", "", "write the receiver's CPU profile over the flood to this file, and over the capacity measurement to this file + \".capacity\"")
 	jsonOut := flag.Bool("json", false, "print one RESULT line of JSON with the figures")
 	refusals := flag.Bool("refusals", false, "measure the receiver's CPU per refused export (see refusals.go) instead of a flood")
 	flag.Parse()
