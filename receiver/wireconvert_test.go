@@ -136,8 +136,8 @@ func TestConvertProtoDeclines(t *testing.T) {
 	}
 	one := protoBody(t, vllmTraces(0, 1))
 	// A second resource in the ResourceSpans (field 1 of field 1): proto would merge the two.
-	p := one
-	rs, ok := nextField(&p)
+	it := fieldsOf(one)
+	rs, ok := it.next()
 	if !ok || rs.num != 1 {
 		t.Fatal("no ResourceSpans in the test body")
 	}
