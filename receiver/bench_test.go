@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"sync/atomic"
@@ -142,6 +143,22 @@ func BenchmarkConvertProto512(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		if c, ok := convertProto(body, convertOptions{source: artifact.SpanSourceHTTP, strict: true}, 512); !ok || len(c.records) != 512 {
 			b.Fatal(ok, len(c.records))
+		}
+	}
+	reportRates(b, b.N*512, cpuTime()-cpu0)
+}
+
+// BenchmarkScanProto512 is the pre-scan every protobuf export gets before it is decoded
+// (element counts against the limits): 512 vLLM spans.
+func BenchmarkScanProto512(b *testing.B) {
+	body := protoBody(b, vllmTraces(0, 512))
+	lim := scanLimits{maxElements: math.MaxInt, maxDepth: maxSkipDepth}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for i := 0; i < b.N; i++ {
+		if c, err := scanProtoExport(body, lim); err != nil || c.Spans != 512 {
+			b.Fatal(err, c.Spans)
 		}
 	}
 	reportRates(b, b.N*512, cpuTime()-cpu0)
