@@ -118,17 +118,23 @@ func (Request) RecordKind() Kind { return KindRequest }
 // a nil ChunkInterarrivalMS is written as []. The line is what encoding/json
 // writes for the fields, written without reflection (appendRequestLine); a NaN
 // or infinite float is an encoding/json error.
-func (r Request) MarshalJSON() ([]byte, error) {
-	if b, ok := appendRequestLine(getLine(), &r); ok {
+func (r Request) MarshalJSON() ([]byte, error) { return r.marshalLine() }
+
+// marshalLine is MarshalJSON for a record the caller holds.
+func (r *Request) marshalLine() ([]byte, error) {
+	if b, ok := appendRequestLine(getLine(), r); ok {
 		return b, nil
 	}
 	return r.marshalReflect()
 }
 
-// marshalReflect is MarshalJSON through encoding/json.
-func (r Request) marshalReflect() ([]byte, error) {
+// marshalReflect is MarshalJSON through encoding/json. Not inlined: its copy of the
+// record would sit in marshalLine's frame on every send goroutine's stack.
+//
+//go:noinline
+func (r *Request) marshalReflect() ([]byte, error) {
 	type plain Request
-	p := plain(r)
+	p := plain(*r)
 	if p.ChunkInterarrivalMS == nil {
 		p.ChunkInterarrivalMS = []float64{}
 	}

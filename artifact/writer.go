@@ -365,6 +365,22 @@ func (w *Writer) run() {
 	}
 }
 
+// marshalRequest encodes rec, a Request, with one copy of it on the stack (Request's
+// MarshalJSON, a value method whose receiver's address is taken, makes two). A send
+// goroutine writes its record at the deepest point of its short life, so every byte of
+// frame there can make its stack grow (a copy of the whole stack); not inlined, so that
+// MarshalLine's frame does not carry the copy for the other records.
+//
+//go:noinline
+func marshalRequest(rec any) ([]byte, error) {
+	// A type switch copies the record once (a comma-ok assertion, twice).
+	switch r := rec.(type) {
+	case Request:
+		return r.marshalLine()
+	}
+	return nil, fmt.Errorf("artifact: marshalRequest of a %T", rec)
+}
+
 // MarshalLine encodes one record as a single JSON line without the trailing
 // newline. rec must encode to a JSON object whose "event_type" is a string
 // and whose "schema_version" is an integer: every record type of this
@@ -375,7 +391,9 @@ func (w *Writer) run() {
 func MarshalLine(rec any) ([]byte, error) {
 	var line []byte
 	var err error
-	if own, ok := rec.(selfEncoding); ok {
+	if _, ok := rec.(Request); ok {
+		line, err = marshalRequest(rec)
+	} else if own, ok := rec.(selfEncoding); ok {
 		line, err = own.MarshalJSON() // compact and valid already
 	} else {
 		line, err = encodeJSON(rec)
