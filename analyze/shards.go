@@ -81,8 +81,19 @@ func shardOf(in *Input) *artifact.ShardInfo {
 	return nil
 }
 
-// checkShards checks that parts are the shards 0..N−1 of one run, each once, and returns them
-// by shard index.
+// sessionModel is the model the artifact's first configured infer.session asked for ("" when
+// none records one). The workload digest leaves the model out, so checkShards compares it.
+func sessionModel(in *Input) string {
+	for _, s := range in.Artifact.Sessions {
+		if s.Config != nil {
+			return s.Config.Model
+		}
+	}
+	return ""
+}
+
+// checkShards checks that parts are the shards 0..N−1 of one run, each once, with one
+// workload digest, model and SLO policy, and returns them by shard index.
 func checkShards(parts []*Input) ([]*Input, error) {
 	first := parts[0]
 	info0 := shardOf(first)
@@ -102,6 +113,8 @@ func checkShards(parts []*Input) ([]*Input, error) {
 			return nil, fmt.Errorf("%w: %s is of run %q, %s of run %q", ErrShardSet, nameOf(p), info.RunID, nameOf(first), info0.RunID)
 		case p.Artifact.Workload.WorkloadDigest != first.Artifact.Workload.WorkloadDigest:
 			return nil, fmt.Errorf("%w: %s has workload digest %s, %s %s", ErrShardSet, nameOf(p), p.Artifact.Workload.WorkloadDigest, nameOf(first), first.Artifact.Workload.WorkloadDigest)
+		case sessionModel(p) != sessionModel(first):
+			return nil, fmt.Errorf("%w: %s asked model %q, %s model %q (the shards of one run measure one model)", ErrShardSet, nameOf(p), sessionModel(p), nameOf(first), sessionModel(first))
 		case sloDigest(p) != sloDigest(first):
 			return nil, fmt.Errorf("%w: %s and %s record different SLO policies", ErrShardSet, nameOf(p), nameOf(first))
 		case info.Shard < 0 || info.Shard >= info.Shards:

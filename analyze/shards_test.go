@@ -51,6 +51,14 @@ func TestMergeRefusesOneIndexFromTwoShards(t *testing.T) {
 	if err != nil || len(in.Cases["c"]) != 2 || *in.Cases["c"][0].RequestIndex != 3 || in.Shards[0].Path != "s0" {
 		t.Fatalf("merge %v: %+v", err, in)
 	}
+	// Shards of one run that asked for different models are refused.
+	other := part(1, 3)
+	other.Artifact.Sessions[0].Config = &artifact.SessionConfig{Model: "other-model"}
+	withModel := part(0, 4)
+	withModel.Artifact.Sessions[0].Config = &artifact.SessionConfig{Model: "m"}
+	if _, err := MergeShards([]*Input{withModel, other}); !errors.Is(err, ErrShardSet) || !strings.Contains(err.Error(), `asked model "other-model", s0 model "m"`) {
+		t.Fatalf("two models: %v", err)
+	}
 	if _, err := MergeShards(nil); !errors.Is(err, ErrShardSet) {
 		t.Fatalf("no parts: %v", err)
 	}

@@ -12,9 +12,12 @@
 # them) comes first and the user-space categories share out the rest. The categories of a
 # set add up to the profile's total: "other" holds what no rule took.
 set -euo pipefail
-set_name=${1:?usage: cpu-breakdown.sh client|receiver BINARY PROFILE}
-bin=${2:?binary}
-prof=${3:?profile}
+usage() { echo "usage: bash bench/cpu-breakdown.sh client|receiver BINARY PROFILE" >&2; exit 2; }
+[[ $# -eq 3 ]] || usage
+set_name=$1 bin=$2 prof=$3
+for f in "$bin" "$prof"; do
+  [[ -f $f && -r $f ]] || { echo "cpu-breakdown.sh: $f: not a readable file" >&2; exit 2; }
+done
 syscall='Syscall6$|RawSyscall|EpollWait$|runtime\.futex$|runtime\.usleep$|runtime\.madvise$|runtime\.write1$|runtime\.read$|runtime\.mmap$|runtime\.munmap$'
 
 case $set_name in
@@ -72,7 +75,16 @@ while IFS= read -r line; do
   stacks+=$stackpat$'\x1f'
 done <<<"$rules"
 
-go tool pprof -traces "$bin" "$prof" 2>/dev/null | awk -v names="$names" -v leaves="$leaves" -v stacks="$stacks" '
+traces=$(mktemp)
+trap 'rm -f "$traces"' EXIT
+if ! go tool pprof -traces "$bin" "$prof" >"$traces" 2>"$traces.err"; then
+  echo "cpu-breakdown.sh: go tool pprof could not read $prof with $bin:" >&2
+  cat "$traces.err" >&2
+  rm -f "$traces.err"
+  exit 1
+fi
+rm -f "$traces.err"
+awk -v names="$names" -v leaves="$leaves" -v stacks="$stacks" '
 function flush(   i, j, ok) {
   if (nf == 0) return
   for (i = 1; i <= nr; i++) {
@@ -101,4 +113,4 @@ END {
   for (i = 1; i <= nr; i++) printf "%8.2f s  %5.1f%%  %s\n", sum[i], 100 * sum[i] / total, nm[i]
   printf "%8.2f s  %5.1f%%  %s\n", other, 100 * other / total, "other"
   printf "%8.2f s  100.0%%  all samples\n", total
-}'
+}' "$traces"

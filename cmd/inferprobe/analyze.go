@@ -277,16 +277,58 @@ func (af *analyzeFlags) serverTelemetryInput(cmd *cobra.Command) (*analyze.Serve
 }
 
 // writeReportFile writes a report to path without ever leaving a partial one: a regular file
-// (or a path not yet there; through symlinks, the file they name) is written to a temporary
-// file beside it, then renamed over it, so a failed write (a full disk) leaves the old file
-// as it was and nothing half-written; the file gets the old one's permissions, else 0644. A
-// path that is not a regular file (a device, a pipe), or whose directory takes no new file,
-// is written in place.
+// (or a path not yet there; through symlinks, the file they name, created when a link
+// dangles) is written to a temporary file beside it, then renamed over it, so a failed
+// write (a full disk) leaves the old file as it was and nothing half-written; the file gets
+// the old one's permissions, else 0644. A path that is not a regular file (a device, a
+// pipe), or whose directory takes no new file, is written in place. Errors name path (and
+// the file its links name), not the temporary file; a missing directory is not created.
 func writeReportFile(path string, report []byte) error {
-	target := path
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		target = real
+	target, err := linkTarget(path)
+	if err != nil {
+		return err
 	}
+	if err := writeReplacing(target, report); err != nil {
+		// Name the path the user gave (and where its links led), never the temporary file.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		if target != path {
+			return fmt.Errorf("%s (the file its link names, %s): %w", path, target, err)
+		}
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// maxLinks bounds the symbolic links linkTarget follows (Linux's own limit).
+const maxLinks = 40
+
+// linkTarget follows path's symbolic links, if any, to the file they name — which need
+// not exist yet (a dangling link names the file to create). A loop, or more than maxLinks
+// links, is an error.
+func linkTarget(path string) (string, error) {
+	cur := path
+	for range maxLinks {
+		fi, err := os.Lstat(cur)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			return cur, nil // not there yet, or not a link
+		}
+		dest, err := os.Readlink(cur)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(dest) {
+			dest = filepath.Join(filepath.Dir(cur), dest)
+		}
+		cur = dest
+	}
+	return "", fmt.Errorf("%s: more than %d symbolic links (a loop?)", path, maxLinks)
+}
+
+// writeReplacing is writeReportFile for the file itself (no link).
+func writeReplacing(target string, report []byte) error {
 	mode := os.FileMode(0o644)
 	if fi, err := os.Stat(target); err == nil {
 		if !fi.Mode().IsRegular() {

@@ -387,8 +387,46 @@ func TestWriteReportFile(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
 		t.Fatalf("left in the directory: %v", entries)
 	}
-	if err := writeReportFile(filepath.Join(dir, "no", "such", "r.json"), []byte("x")); err == nil {
-		t.Fatal("a report into a missing directory was written")
+	missing := filepath.Join(dir, "no", "such", "r.json")
+	if err := writeReportFile(missing, []byte("x")); err == nil || !strings.Contains(err.Error(), missing+": ") || strings.Contains(err.Error(), ".tmp-") {
+		t.Fatalf("a report into a missing directory: %v (want an error naming %s, not the temporary file)", err, missing)
+	}
+	// A dangling link (relative, through a second link) names the file to create; the links stay.
+	if err := os.Symlink("new.json", filepath.Join(dir, "dangling1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("dangling1", filepath.Join(dir, "dangling2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeReportFile(filepath.Join(dir, "dangling2"), []byte("third\n")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "new.json")); err != nil || string(b) != "third\n" {
+		t.Fatalf("the file the dangling link names: %q %v", b, err)
+	}
+	for _, l := range []string{"dangling1", "dangling2"} {
+		if fi, err := os.Lstat(filepath.Join(dir, l)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Fatalf("%s is no longer a link: %v %v", l, fi, err)
+		}
+	}
+	// A link into a missing directory is an error naming both, and the link stays.
+	into := filepath.Join(dir, "into-missing")
+	if err := os.Symlink(missing, into); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeReportFile(into, []byte("x")); err == nil || !strings.Contains(err.Error(), into) || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("a link into a missing directory: %v", err)
+	}
+	if fi, err := os.Lstat(into); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link into a missing directory was replaced: %v %v", fi, err)
+	}
+	// A loop of links is an error, and nothing is written.
+	loop := filepath.Join(dir, "loop")
+	if err := os.Symlink("loop", loop); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeReportFile(loop, []byte("x")); err == nil || !strings.Contains(err.Error(), "symbolic links") {
+		t.Fatalf("a loop of links: %v", err)
 	}
 	if _, err := os.Stat("/dev/full"); err == nil {
 		if err := writeReportFile("/dev/full", []byte("report\n")); err == nil {
