@@ -365,20 +365,21 @@ func (w *Writer) run() {
 	}
 }
 
-// marshalRequest encodes rec, a Request, with one copy of it on the stack (Request's
-// MarshalJSON, a value method whose receiver's address is taken, makes two). A send
-// goroutine writes its record at the deepest point of its short life, so every byte of
-// frame there can make its stack grow (a copy of the whole stack); not inlined, so that
-// MarshalLine's frame does not carry the copy for the other records.
+// marshalRequest encodes rec when it is a Request (ok false otherwise), with one copy of it
+// on the stack (Request's MarshalJSON, a value method whose receiver's address is taken,
+// makes two; a comma-ok assertion also makes two). A send goroutine writes its record at
+// the deepest point of its short life, so every byte of frame there can make its stack grow
+// (a copy of the whole stack); not inlined, so that MarshalLine's frame does not carry the
+// copy for the other records.
 //
 //go:noinline
-func marshalRequest(rec any) ([]byte, error) {
-	// A type switch copies the record once (a comma-ok assertion, twice).
+func marshalRequest(rec any) (line []byte, ok bool, err error) {
 	switch r := rec.(type) {
 	case Request:
-		return r.marshalLine()
+		line, err = r.marshalLine()
+		return line, true, err
 	}
-	return nil, fmt.Errorf("artifact: marshalRequest of a %T", rec)
+	return nil, false, nil
 }
 
 // MarshalLine encodes one record as a single JSON line without the trailing
@@ -391,8 +392,8 @@ func marshalRequest(rec any) ([]byte, error) {
 func MarshalLine(rec any) ([]byte, error) {
 	var line []byte
 	var err error
-	if _, ok := rec.(Request); ok {
-		line, err = marshalRequest(rec)
+	if l, ok, e := marshalRequest(rec); ok {
+		line, err = l, e
 	} else if own, ok := rec.(selfEncoding); ok {
 		line, err = own.MarshalJSON() // compact and valid already
 	} else {
