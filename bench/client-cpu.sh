@@ -60,15 +60,15 @@ done
 
 bash bench/cpu-breakdown.sh client "$bin/inferprobe-head" "$out/cpu.pprof" | tee "$out/breakdown.txt"
 # The last inferprobe run's CPU per request, split by the breakdown's shares.
-awk -F'\t' 'NR > 1 && $1 == "inferprobe" { ip = $6 } NR > 1 && $1 == "vegeta" { v[++nv] = $6 }
-  END { printf "inferprobe (last run) %.3f ms/request; vegeta median ", ip
-        for (i = 1; i <= nv; i++) for (j = i + 1; j <= nv; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
-        printf "%.3f ms/request\n", nv % 2 ? v[(nv + 1) / 2] : (v[nv / 2] + v[nv / 2 + 1]) / 2; print ip > "/dev/stderr" }' \
-  "$out/runs.tsv" 2>"$out/ip.txt" | tee "$out/split.txt"
-ip=$(cat "$out/ip.txt")
-awk -v ip="$ip" '/%  / { share = $3; sub(/%/, "", share); name = $0; sub(/^.*%  /, "", name)
-    if (name ~ /^(SSE|record encode|stream bookkeeping|pacer|live report)/) own += share
-    else if (name != "all samples") transport += share }
-  END { printf "  transport (what vegeta also does): %.1f%% = %.3f ms/request\n", transport, ip * transport / 100
-        printf "  parsing and recording (what vegeta does not do): %.1f%% = %.3f ms/request\n", own, ip * own / 100 }' \
-  "$out/breakdown.txt" | tee -a "$out/split.txt"
+ip=$(awk -F'\t' 'NR > 1 && $1 == "inferprobe" { v = $6 } END { print v }' "$out/runs.tsv")
+vmed=$(awk -F'\t' 'NR > 1 && $1 == "vegeta" { print $6 }' "$out/runs.tsv" | sort -n |
+  awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+{
+  printf 'inferprobe (last run) %.3f ms/request; vegeta median %.3f ms/request\n' "$ip" "$vmed"
+  awk -v ip="$ip" '/%  / { share = $3; sub(/%/, "", share); name = $0; sub(/^.*%  /, "", name)
+      if (name ~ /^(SSE|record encode|stream bookkeeping|pacer|live report)/) own += share
+      else if (name != "all samples") transport += share }
+    END { printf "  transport (what vegeta also does): %.1f%% = %.3f ms/request\n", transport, ip * transport / 100
+          printf "  parsing and recording (what vegeta does not do): %.1f%% = %.3f ms/request\n", own, ip * own / 100 }' \
+    "$out/breakdown.txt"
+} | tee "$out/split.txt"

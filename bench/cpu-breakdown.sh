@@ -6,8 +6,9 @@
 #   bash bench/cpu-breakdown.sh client BINARY PROFILE     # a profile run's --cpuprofile
 #   bash bench/cpu-breakdown.sh receiver BINARY PROFILE   # go test -cpuprofile of ./receiver
 #
-# A rule is "name|leaf|stack": the stack's innermost frame must match the extended regular
-# expression leaf, and some frame of it must match stack (an empty pattern matches anything).
+# A rule (rule NAME LEAF STACK) takes a stack whose innermost frame matches the extended
+# regular expression LEAF and some frame of which matches STACK (an empty pattern matches
+# anything).
 # Rules are tried in order, so the kernel's share (the system calls themselves, whoever made
 # them) comes first and the user-space categories share out the rest. The categories of a
 # set add up to the profile's total: "other" holds what no rule took.
@@ -20,60 +21,46 @@ for f in "$bin" "$prof"; do
 done
 syscall='Syscall6$|RawSyscall|EpollWait$|runtime\.futex$|runtime\.usleep$|runtime\.madvise$|runtime\.write1$|runtime\.read$|runtime\.mmap$|runtime\.munmap$'
 
+rules=
+# rule NAME LEAF STACK adds one rule; rules are tried in the order given.
+rule() { rules+=$1$'\t'$2$'\t'$3$'\n'; }
 case $set_name in
 client)
-  rules="kernel: reads (recvmsg, read)|$syscall|recvmsg|\\.Read$|\\.Read \\(inline\\)|\\.read$
-kernel: writes (the requests, the artifact)|$syscall|syscall\\.Write|syscall\\.write|\\.Write$
-kernel: netpoll (epoll_wait)|$syscall|netpoll
-kernel: other system calls|$syscall|
-SSE event JSON decode (loadgen/client.decodeChunk)||loadgen/client\\.decodeChunk
-SSE parse (loadgen/sse)||loadgen/sse\\.
-record encode and write (artifact)||inferprobe/artifact\\.
-garbage collection||gcBgMarkWorker|gcAssist|gcDrain|gcStart|bgsweep|bgscavenge
-allocation||mallocgc
-goroutine scheduling||runtime\\.schedule$|findRunnable|park_m|runtime\\.mcall|goschedImpl|ready$
-net/http, net, bufio (user space)||^net/http|^net\\.|internal/poll|^bufio\\.|net/textproto
-stream bookkeeping (loadgen/client: stamps, answers)||inferprobe/loadgen/client
-pacer, phases, records (loadgen, run)||inferprobe/loadgen|inferprobe/run
-live report and exporter (analyze, exporter)||inferprobe/analyze|inferprobe/exporter"
+  rule 'kernel: reads (recvmsg, read)' "$syscall" 'recvmsg|\.Read$|\.Read \(inline\)|\.read$'
+  rule 'kernel: writes (the requests, the artifact)' "$syscall" 'syscall\.Write|syscall\.write|\.Write$'
+  rule 'kernel: netpoll (epoll_wait)' "$syscall" 'netpoll'
+  rule 'kernel: other system calls' "$syscall" ''
+  rule 'SSE event JSON decode (loadgen/client.decodeChunk)' '' 'loadgen/client\.decodeChunk'
+  rule 'SSE parse (loadgen/sse)' '' 'loadgen/sse\.'
+  rule 'record encode and write (artifact)' '' 'inferprobe/artifact\.'
+  rule 'garbage collection' '' 'gcBgMarkWorker|gcAssist|gcDrain|gcStart|bgsweep|bgscavenge'
+  rule 'allocation' '' 'mallocgc'
+  rule 'goroutine scheduling' '' 'runtime\.schedule$|findRunnable|park_m|runtime\.mcall|goschedImpl|ready$'
+  rule 'net/http, net, bufio (user space)' '' '^net/http|^net\.|internal/poll|^bufio\.|net/textproto'
+  rule 'stream bookkeeping (loadgen/client: stamps, answers)' '' 'inferprobe/loadgen/client'
+  rule 'pacer, phases, records (loadgen, run)' '' 'inferprobe/loadgen|inferprobe/run'
+  rule 'live report and exporter (analyze, exporter)' '' 'inferprobe/analyze|inferprobe/exporter'
   ;;
 receiver)
-  rules="kernel: system calls|$syscall|
-protobuf decode (pdata)||pdata/internal|ptraceotlp.*Unmarshal|proto\\.Unmarshal|UnmarshalProto
-pre-scan and skip scan (receiver)||receiver\\.\\(\\*?prescan|receiver\\.prescan|skipScanner|receiver\\.countExport|receiver\\.scan
-wire to record conversion (receiver.convertProto)||receiver\\.convertProto|receiver\\.\\(\\*wireConverter\\)
-record conversion from pdata (receiver.convertTraces)||receiver\\.convertTraces|receiver\\.convertSpan
-span line: float formatting||artifact\\.appendFloat|artifact\\.appendFiniteFloat|strconv\\.
-span line: everything else (artifact)||inferprobe/artifact\\.
-garbage collection||gcBgMarkWorker|gcAssist|gcDrain|gcStart|bgsweep|bgscavenge
-allocation||mallocgc
-goroutine scheduling||runtime\\.schedule$|findRunnable|park_m|runtime\\.mcall|goschedImpl
-HTTP and gRPC serving (net/http, grpc)||^net/http|google\\.golang\\.org/grpc|golang\\.org/x/net/http2|^net\\.|internal/poll|^bufio\\.
-receiver admission, queue and consumer||inferprobe/receiver
-benchmark client||receiver\\.Benchmark|receiver\\.bench|receiver\\.post|testing\\."
+  rule 'kernel: system calls' "$syscall" ''
+  rule 'protobuf decode (pdata)' '' 'pdata/internal|ptraceotlp.*Unmarshal|proto\.Unmarshal|UnmarshalProto'
+  rule 'pre-scan and skip scan (receiver)' '' 'receiver\.\(\*?prescan|receiver\.prescan|skipScanner|protoScanner|receiver\.eachField|receiver\.nextLen|receiver\.scan'
+  rule 'wire to record conversion (receiver.convertProto)' '' 'receiver\.convertProto|receiver\.\(\*wireConverter\)|receiver\.\(\*wireFields\)'
+  rule 'record conversion from pdata (receiver.convertTraces)' '' 'receiver\.convertTraces|receiver\.convertSpan'
+  rule 'span line: float formatting' '' 'artifact\.appendFloat|artifact\.appendFiniteFloat|strconv\.'
+  rule 'span line: everything else (artifact)' '' 'inferprobe/artifact\.'
+  rule 'garbage collection' '' 'gcBgMarkWorker|gcAssist|gcDrain|gcStart|bgsweep|bgscavenge'
+  rule 'allocation' '' 'mallocgc'
+  rule 'goroutine scheduling' '' 'runtime\.schedule$|findRunnable|park_m|runtime\.mcall|goschedImpl'
+  rule 'HTTP and gRPC serving (net/http, grpc)' '' '^net/http|google\.golang\.org/grpc|golang\.org/x/net/http2|^net\.|internal/poll|^bufio\.'
+  rule 'receiver admission, queue and consumer' '' 'inferprobe/receiver'
+  rule 'benchmark client' '' 'receiver\.Benchmark|receiver\.bench|receiver\.post|testing\.'
   ;;
 *)
   echo "cpu-breakdown.sh: unknown set $set_name (client or receiver)" >&2
   exit 2
   ;;
 esac
-
-# Rules arrive as three parallel lists (split at \x1f) so that patterns may hold "|".
-names= leaves= stacks=
-while IFS= read -r line; do
-  name=${line%%|*}
-  rest=${line#*|}
-  if [[ $rest == "$syscall|"* ]]; then
-    leafpat=$syscall
-    stackpat=${rest#"$syscall|"}
-  else
-    leafpat=
-    stackpat=${rest#|}
-  fi
-  names+=$name$'\x1f'
-  leaves+=$leafpat$'\x1f'
-  stacks+=$stackpat$'\x1f'
-done <<<"$rules"
 
 traces=$(mktemp)
 trap 'rm -f "$traces"' EXIT
@@ -84,7 +71,7 @@ if ! go tool pprof -traces "$bin" "$prof" >"$traces" 2>"$traces.err"; then
   exit 1
 fi
 rm -f "$traces.err"
-awk -v names="$names" -v leaves="$leaves" -v stacks="$stacks" '
+RULES=$rules awk '
 function flush(   i, j, ok) {
   if (nf == 0) return
   for (i = 1; i <= nr; i++) {
@@ -96,7 +83,9 @@ function flush(   i, j, ok) {
   other += v; total += v; nf = 0
 }
 BEGIN {
-  nr = split(names, nm, "\x1f") - 1; split(leaves, lp, "\x1f"); split(stacks, sp, "\x1f")
+  # ENVIRON, not -v: with -v awk would read the backslashes of the patterns as escapes.
+  nr = split(ENVIRON["RULES"], line, "\n") - 1
+  for (i = 1; i <= nr; i++) { split(line[i], f, "\t"); nm[i] = f[1]; lp[i] = f[2]; sp[i] = f[3] }
 }
 /^-+\+-+$/ { flush(); next }
 /^Duration:/ { print; next }
