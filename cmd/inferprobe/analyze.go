@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -280,26 +282,38 @@ func (af *analyzeFlags) serverTelemetryInput(cmd *cobra.Command) (*analyze.Serve
 // (or a path not yet there; through symlinks, the file they name, created when a link
 // dangles) is written to a temporary file beside it, then renamed over it, so a failed
 // write (a full disk) leaves the old file as it was and nothing half-written; the file gets
-// the old one's permissions, else 0644. A path that is not a regular file (a device, a
-// pipe), or whose directory takes no new file, is written in place. Errors name path (and
-// the file its links name), not the temporary file; a missing directory is not created.
+// the old one's permissions, else a new file's (0666 less the umask). A path that is not a
+// regular file (a device, a pipe), or whose directory takes no new file, is written in
+// place. Replacing a file makes it the writer's: a read-only report in a directory the
+// writer may change is replaced, owned by the writer, with its old permissions. Errors name
+// path (and the file its links name), not the temporary file; a missing directory is not
+// created.
 func writeReportFile(path string, report []byte) error {
 	target, err := linkTarget(path)
 	if err != nil {
 		return err
 	}
 	if err := writeReplacing(target, report); err != nil {
-		// Name the path the user gave (and where its links led), never the temporary file.
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		if target != path {
-			return fmt.Errorf("%s (the file its link names, %s): %w", path, target, err)
-		}
-		return fmt.Errorf("%s: %w", path, err)
+		return reportPathError(path, target, err)
 	}
 	return nil
+}
+
+// reportPathError is err about path (through its links, target) with the file names the
+// operation put in it — a temporary file's among them — replaced by the path the user gave.
+func reportPathError(path, target string, err error) error {
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		err = pe.Err
+	case errors.As(err, &le): // a failed rename names the temporary file and the target
+		err = le.Err
+	}
+	if target != path {
+		return fmt.Errorf("%s (the file its link names, %s): %w", path, target, err)
+	}
+	return fmt.Errorf("%s: %w", path, err)
 }
 
 // maxLinks bounds the symbolic links linkTarget follows (Linux's own limit).
@@ -329,14 +343,14 @@ func linkTarget(path string) (string, error) {
 
 // writeReplacing is writeReportFile for the file itself (no link).
 func writeReplacing(target string, report []byte) error {
-	mode := os.FileMode(0o644)
+	var mode fs.FileMode // the old file's permissions; 0: a new file, 0666 less the umask
 	if fi, err := os.Stat(target); err == nil {
 		if !fi.Mode().IsRegular() {
 			return writeInPlace(target, report)
 		}
 		mode = fi.Mode().Perm()
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp-*")
+	tmp, err := createBeside(target)
 	if err != nil {
 		if errors.Is(err, fs.ErrPermission) {
 			return writeInPlace(target, report)
@@ -344,7 +358,7 @@ func writeReplacing(target string, report []byte) error {
 		return err
 	}
 	_, err = tmp.Write(report)
-	if err == nil {
+	if err == nil && mode != 0 {
 		err = tmp.Chmod(mode)
 	}
 	if cerr := tmp.Close(); err == nil {
@@ -359,9 +373,23 @@ func writeReplacing(target string, report []byte) error {
 	return err
 }
 
-// writeInPlace writes report to path, created 0644 or truncated.
+// createBeside creates a new temporary file ".NAME.tmp-RANDOM" in target's directory, with
+// the permissions a new file gets (0666 less the umask: os.CreateTemp's are 0600).
+func createBeside(target string) (*os.File, error) {
+	dir, base := filepath.Split(target)
+	for range 100 {
+		name := filepath.Join(dir, "."+base+".tmp-"+strconv.FormatUint(rand.Uint64(), 36))
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+	}
+	return nil, fmt.Errorf("no free temporary name beside %s", target)
+}
+
+// writeInPlace writes report to path, created (0666 less the umask) or truncated.
 func writeInPlace(path string, report []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
 	if err != nil {
 		return err
 	}

@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/inferprobe/inferprobe/analyze"
@@ -356,14 +360,45 @@ func TestAnalyzeArtifactReportHelper(t *testing.T) {
 // device is written in place. (A write cut short by a full disk leaving the old file as it
 // was, and no temporary file, was checked by hand on a full tmpfs: a test cannot fill a
 // filesystem here.)
+// processUmask is this process's umask, read from /proc/self/status (setting it to read it
+// would race with other tests' files); the usual 022 where that is not there.
+func processUmask(t *testing.T) os.FileMode {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0o022
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+			m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32)
+			if err != nil {
+				t.Fatalf("umask %q: %v", v, err)
+			}
+			return os.FileMode(m)
+		}
+	}
+	return 0o022
+}
+
+// A failed rename names the temporary file and the target: the message names the user's path.
+func TestReportPathErrorNamesTheGivenPath(t *testing.T) {
+	err := reportPathError("r.json", "r.json", &os.LinkError{Op: "rename", Old: ".r.json.tmp-abc", New: "r.json", Err: syscall.EPERM})
+	if got := err.Error(); got != "r.json: operation not permitted" || !errors.Is(err, syscall.EPERM) {
+		t.Fatalf("%q", got)
+	}
+	err = reportPathError("l.json", "dir/r.json", &fs.PathError{Op: "open", Path: "dir/.r.json.tmp-abc", Err: syscall.ENOENT})
+	if got := err.Error(); got != "l.json (the file its link names, dir/r.json): no such file or directory" {
+		t.Fatalf("%q", got)
+	}
+}
+
 func TestWriteReportFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "r.json")
 	if err := writeReportFile(path, []byte("report\n")); err != nil {
 		t.Fatal(err)
 	}
-	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
-		t.Fatalf("new report: %v %v", fi, err)
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o666&^processUmask(t) {
+		t.Fatalf("new report: %v %v (want 0666 less the umask %#o)", fi, err, processUmask(t))
 	}
 	if err := os.Chmod(path, 0o640); err != nil {
 		t.Fatal(err)
