@@ -3,7 +3,9 @@ package analyze
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -49,6 +51,9 @@ type ShardAudit struct {
 	MissingWindows []string `json:"missing_windows"`
 	// Truncated says its last line was cut short (and ignored).
 	Truncated bool `json:"truncated"`
+
+	// measured holds its measured windows by case (for the start skew across shards).
+	measured map[string]*artifact.PhaseWindow
 }
 
 // ShardsReport is a merged report's shards block: the run, the shard count, each shard's
@@ -111,8 +116,12 @@ func auditShards(shards []*Input) []ShardAudit {
 		}
 		au.selfAudit(s)
 		have := map[string]bool{}
-		for _, w := range a.PhaseWindows {
+		au.measured = map[string]*artifact.PhaseWindow{}
+		for i, w := range a.PhaseWindows {
 			have[w.CaseID+"/"+w.Phase] = true
+			if _, dup := au.measured[w.CaseID]; w.Phase == artifact.PhaseMeasured && !dup {
+				au.measured[w.CaseID] = &a.PhaseWindows[i]
+			}
 		}
 		for key := range all {
 			if !have[key] {
@@ -164,7 +173,57 @@ func shardsReport(in *Input) *ShardsReport {
 		}
 		r.Problems = append(r.Problems, shardProblems(a)...)
 	}
+	r.Problems = append(r.Problems, startSkewProblems(in.Shards)...)
 	return r
+}
+
+// ShardSkewShare is the start skew a merged measured window accepts without a warning, as
+// a share of its scheduled length (at least ShardClockBoundNS): the merged window counts
+// from the earliest shard's start, so a shard that started later has arrivals past its end.
+const ShardSkewShare = 0.01
+
+// startSkewProblems names each case whose shards started their measured windows further
+// apart (on their own wall clocks) than ShardSkewShare of the window's scheduled length or
+// ShardClockBoundNS, whichever is more: shards started without --coordinator, or after
+// earlier phases that drained at different times. The merged window's rates, and which
+// requests fall in it, then mix schedules that did not run together.
+func startSkewProblems(shards []ShardAudit) []string {
+	cases := map[string]bool{}
+	for i := range shards {
+		for c := range shards[i].measured {
+			cases[c] = true
+		}
+	}
+	var out []string
+	for _, c := range slices.Sorted(maps.Keys(cases)) {
+		var first, last *ShardAudit
+		var length int64
+		for i := range shards {
+			w := shards[i].measured[c]
+			if w == nil || w.StartedAtNS == nil {
+				continue
+			}
+			if first == nil || *w.StartedAtNS < *first.measured[c].StartedAtNS {
+				first = &shards[i]
+			}
+			if last == nil || *w.StartedAtNS > *last.measured[c].StartedAtNS {
+				last = &shards[i]
+			}
+			if w.ScheduledEndpointOffsetNS != nil {
+				length = max(length, *w.ScheduledEndpointOffsetNS)
+			}
+		}
+		if first == nil {
+			continue
+		}
+		skew := *last.measured[c].StartedAtNS - *first.measured[c].StartedAtNS
+		bound := max(int64(ShardClockBoundNS), int64(ShardSkewShare*float64(length)))
+		if skew > bound {
+			out = append(out, fmt.Sprintf("%s/measured: shard %d started its window %.3f s after shard %d (bound %.3f s): the merged window counts from the earliest start, so its rates and the requests in it mix schedules that did not run together (start the shards together with --coordinator)",
+				c, last.Shard, float64(skew)/1e9, first.Shard, float64(bound)/1e9))
+		}
+	}
+	return out
 }
 
 // shardProblems are the lines naming what one shard lost or could not vouch for.

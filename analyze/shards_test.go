@@ -95,3 +95,28 @@ func TestShardSelfAudit(t *testing.T) {
 		t.Fatalf("text:\n%s", b.String())
 	}
 }
+
+// Shards whose measured windows started further apart than the bound are a problem; within
+// it (a coordinated start, or a small drain difference) they are not.
+func TestStartSkewProblems(t *testing.T) {
+	audit := func(k int64, start int64) ShardAudit {
+		return ShardAudit{Shard: k, measured: map[string]*artifact.PhaseWindow{"c": {CaseID: "c", Phase: artifact.PhaseMeasured,
+			StartedAtNS: artifact.Ptr(start), ScheduledEndpointOffsetNS: artifact.Ptr(int64(2e9))}}}
+	}
+	// 2 s window: the bound is 1% of it, 20 ms.
+	if p := startSkewProblems([]ShardAudit{audit(0, 1e9), audit(1, 1e9+19e6)}); len(p) != 0 {
+		t.Fatalf("19 ms apart: %v", p)
+	}
+	p := startSkewProblems([]ShardAudit{audit(0, 4_155e6), audit(1, 1e9), audit(2, 1e9+5e6)})
+	if len(p) != 1 || !strings.Contains(p[0], "c/measured: shard 0 started its window 3.155 s after shard 1 (bound 0.020 s)") {
+		t.Fatalf("3.155 s apart: %v", p)
+	}
+	// A short window: the bound is ShardClockBoundNS.
+	short := []ShardAudit{audit(0, 0), audit(1, 2e6)}
+	for i := range short {
+		short[i].measured["c"].ScheduledEndpointOffsetNS = artifact.Ptr(int64(10e6))
+	}
+	if p := startSkewProblems(short); len(p) != 1 || !strings.Contains(p[0], "(bound 0.001 s)") {
+		t.Fatalf("2 ms apart in a 10 ms window: %v", p)
+	}
+}

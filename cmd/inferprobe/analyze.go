@@ -50,8 +50,9 @@ and upper bounds over every offered request. Only measured requests are analysed
 
 Several artifacts (or a directory of .jsonl artifacts) are the shards of one sharded run
 (profile --shards N): they are merged into one exact report, as if one host had sent every
-request, with each shard's self-audit; shards of different runs, workloads or shard counts,
-and a missing or repeated shard, are refused (exit 5).
+request, with each shard's self-audit; shards of different runs, workloads, models, SLO
+policies or shard counts, and a missing or repeated shard, are refused (exit 5); shards
+that did not start together are a warning.
 
 --slo KEY:MS (repeatable) judges e.g. ttft:500 (a key without a dot is client.KEY);
 --slo-file reads a stormlog.infer.slo version-1 policy document. Either replaces the
