@@ -177,16 +177,14 @@ func shardsReport(in *Input) *ShardsReport {
 	return r
 }
 
-// ShardSkewShare is the start skew a merged measured window accepts without a warning, as
-// a share of its scheduled length (at least ShardClockBoundNS): the merged window counts
-// from the earliest shard's start, so a shard that started later has arrivals past its end.
-const ShardSkewShare = 0.01
-
-// startSkewProblems names each case whose shards started their measured windows further
-// apart (on their own wall clocks) than ShardSkewShare of the window's scheduled length or
-// ShardClockBoundNS, whichever is more: shards started without --coordinator, or after
-// earlier phases that drained at different times. The merged window's rates, and which
-// requests fall in it, then mix schedules that did not run together.
+// startSkewProblems names each case whose shards' measured windows did not all overlap on
+// their wall clocks: the latest start is at or after the earliest end (a window that was
+// never closed counts as ending at its drain, or is left out). The shards then ran one
+// after another (started without --coordinator, seconds or a whole window apart), and the
+// merged window, which runs from the earliest start to the latest end, mixes schedules that
+// never ran together: its rates and its concurrency are no single run's. Start differences
+// within the windows' overlap (uncoordinated starts close together, or warm-up phases that
+// drained at different times) are not named: every shard's load then ran at once.
 func startSkewProblems(shards []ShardAudit) []string {
 	cases := map[string]bool{}
 	for i := range shards {
@@ -196,32 +194,32 @@ func startSkewProblems(shards []ShardAudit) []string {
 	}
 	var out []string
 	for _, c := range slices.Sorted(maps.Keys(cases)) {
-		var first, last *ShardAudit
-		var length int64
+		var late, early *ShardAudit
+		var lateStart, earlyEnd int64
 		for i := range shards {
 			w := shards[i].measured[c]
 			if w == nil || w.StartedAtNS == nil {
 				continue
 			}
-			if first == nil || *w.StartedAtNS < *first.measured[c].StartedAtNS {
-				first = &shards[i]
+			end := w.WindowEndedAtNS
+			if end == nil {
+				end = w.DrainedAtNS
 			}
-			if last == nil || *w.StartedAtNS > *last.measured[c].StartedAtNS {
-				last = &shards[i]
+			if end == nil {
+				continue
 			}
-			if w.ScheduledEndpointOffsetNS != nil {
-				length = max(length, *w.ScheduledEndpointOffsetNS)
+			if late == nil || *w.StartedAtNS > lateStart {
+				late, lateStart = &shards[i], *w.StartedAtNS
+			}
+			if early == nil || *end < earlyEnd {
+				early, earlyEnd = &shards[i], *end
 			}
 		}
-		if first == nil {
+		if late == nil || late == early || lateStart < earlyEnd {
 			continue
 		}
-		skew := *last.measured[c].StartedAtNS - *first.measured[c].StartedAtNS
-		bound := max(int64(ShardClockBoundNS), int64(ShardSkewShare*float64(length)))
-		if skew > bound {
-			out = append(out, fmt.Sprintf("%s/measured: shard %d started its window %.3f s after shard %d (bound %.3f s): the merged window counts from the earliest start, so its rates and the requests in it mix schedules that did not run together (start the shards together with --coordinator)",
-				c, last.Shard, float64(skew)/1e9, first.Shard, float64(bound)/1e9))
-		}
+		out = append(out, fmt.Sprintf("%s/measured: shard %d started its window %.3f s after shard %d's had ended: the shards ran one after another, so the merged window, from the earliest start to the latest end, mixes schedules that never ran together and its rates are no single run's (start the shards together, with --coordinator)",
+			c, late.Shard, float64(lateStart-earlyEnd)/1e9, early.Shard))
 	}
 	return out
 }

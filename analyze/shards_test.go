@@ -96,27 +96,34 @@ func TestShardSelfAudit(t *testing.T) {
 	}
 }
 
-// Shards whose measured windows started further apart than the bound are a problem; within
-// it (a coordinated start, or a small drain difference) they are not.
+// Shards whose measured windows did not overlap (one ran after another's had ended) are a
+// problem; windows that overlap, however unequal their starts, are not.
 func TestStartSkewProblems(t *testing.T) {
-	audit := func(k int64, start int64) ShardAudit {
+	audit := func(k int64, start, end int64) ShardAudit {
 		return ShardAudit{Shard: k, measured: map[string]*artifact.PhaseWindow{"c": {CaseID: "c", Phase: artifact.PhaseMeasured,
-			StartedAtNS: artifact.Ptr(start), ScheduledEndpointOffsetNS: artifact.Ptr(int64(2e9))}}}
+			StartedAtNS: artifact.Ptr(start), WindowEndedAtNS: artifact.Ptr(end)}}}
 	}
-	// 2 s window: the bound is 1% of it, 20 ms.
-	if p := startSkewProblems([]ShardAudit{audit(0, 1e9), audit(1, 1e9+19e6)}); len(p) != 0 {
-		t.Fatalf("19 ms apart: %v", p)
+	// 2 s windows 1.9 s apart still overlap.
+	if p := startSkewProblems([]ShardAudit{audit(0, 1e9, 3e9), audit(1, 2.9e9, 4.9e9)}); len(p) != 0 {
+		t.Fatalf("overlapping: %v", p)
 	}
-	p := startSkewProblems([]ShardAudit{audit(0, 4_155e6), audit(1, 1e9), audit(2, 1e9+5e6)})
-	if len(p) != 1 || !strings.Contains(p[0], "c/measured: shard 0 started its window 3.155 s after shard 1 (bound 0.020 s)") {
-		t.Fatalf("3.155 s apart: %v", p)
+	p := startSkewProblems([]ShardAudit{audit(0, 5_155e6, 7_155e6), audit(1, 1e9, 3e9), audit(2, 1e9+5e6, 2e9)})
+	if len(p) != 1 || !strings.HasPrefix(p[0], "c/measured: shard 0 started its window 3.155 s after shard 2's had ended") {
+		t.Fatalf("one after another: %v", p)
 	}
-	// A short window: the bound is ShardClockBoundNS.
-	short := []ShardAudit{audit(0, 0), audit(1, 2e6)}
-	for i := range short {
-		short[i].measured["c"].ScheduledEndpointOffsetNS = artifact.Ptr(int64(10e6))
+	// Back to back (the start at the other's end) is one after another; a window with no end
+	// but its drain uses the drain; one with neither is left out.
+	touching := []ShardAudit{audit(0, 0, 10e6), audit(1, 10e6, 20e6)}
+	if p := startSkewProblems(touching); len(p) != 1 || !strings.Contains(p[0], "shard 1 started its window 0.000 s after shard 0's") {
+		t.Fatalf("back to back: %v", p)
 	}
-	if p := startSkewProblems(short); len(p) != 1 || !strings.Contains(p[0], "(bound 0.001 s)") {
-		t.Fatalf("2 ms apart in a 10 ms window: %v", p)
+	drained := []ShardAudit{audit(0, 0, 10e6), audit(1, 5e6, 15e6)}
+	drained[0].measured["c"].WindowEndedAtNS, drained[0].measured["c"].DrainedAtNS = nil, artifact.Ptr(int64(4e6))
+	if p := startSkewProblems(drained); len(p) != 1 || !strings.Contains(p[0], "shard 1 started its window 0.001 s after shard 0's") {
+		t.Fatalf("drain as the end: %v", p)
+	}
+	drained[0].measured["c"].DrainedAtNS = nil
+	if p := startSkewProblems(drained); len(p) != 0 {
+		t.Fatalf("a window with no end: %v", p)
 	}
 }

@@ -370,3 +370,28 @@ func readLinesOf(t *testing.T, path string) []string {
 	}
 	return out
 }
+
+// Shards run one after another (no coordinator, each started when the last had finished)
+// merge, and the merged report names the windows that never overlapped.
+func TestShardsRunOneAfterAnotherAreNamed(t *testing.T) {
+	srv := testkit.StartSim(t, func(c *sim.Config) { c.Seed = 3 })
+	dir := t.TempDir()
+	var paths []string
+	for k := 0; k < 2; k++ {
+		p := filepath.Join(dir, fmt.Sprintf("shard-%d.jsonl", k))
+		res := New(Spec{Workload: shardConfig(t, srv, "fixed-rate", "run-seq", 2, k), Tokenizer: tokenizer(t), TokenizerName: "auto",
+			Output: p, Version: "test"}).Execute(context.Background())
+		if res.Err != nil || res.ReportErr != nil {
+			t.Fatal(res.Err, res.ReportErr)
+		}
+		paths = append(paths, p)
+	}
+	rep, err := AnalyzeShards(context.Background(), paths, analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := rep.Shards.Problems; len(p) != 1 || !strings.HasPrefix(p[0], "fixed300_in32_out4/measured: shard 1 started its window ") ||
+		!strings.Contains(p[0], " after shard 0's had ended: the shards ran one after another") {
+		t.Fatalf("problems %q", p)
+	}
+}

@@ -52,7 +52,7 @@ Several artifacts (or a directory of .jsonl artifacts) are the shards of one sha
 (profile --shards N): they are merged into one exact report, as if one host had sent every
 request, with each shard's self-audit; shards of different runs, workloads, models, SLO
 policies or shard counts, and a missing or repeated shard, are refused (exit 5); shards
-that did not start together are a warning.
+whose measured windows never overlapped (run one after another) are a warning.
 
 --slo KEY:MS (repeatable) judges e.g. ttft:500 (a key without a dot is client.KEY);
 --slo-file reads a stormlog.infer.slo version-1 policy document. Either replaces the
