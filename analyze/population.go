@@ -190,8 +190,10 @@ func cohortIssues(requests []Request, w *artifact.PhaseWindow, scheduled *int64,
 }
 
 // indexIssues checks every arrival appears exactly once: no index repeated, none missing,
-// none out of range. Without indexes on every record, a known schedule still needs one
-// record per arrival. A lone shard's indexes (slice non-nil) are checked by their rank among
+// none out of range. Without a schedule, the arrivals expected are the distinct records or
+// the highest index + 1, whichever is more (a lower bound: what was never sent after the
+// highest index leaves no trace). Without indexes on every record, a known schedule still
+// needs one record per arrival. A lone shard's indexes (slice non-nil) are checked by their rank among
 // the indexes the shard sends (scheduled is then its share); one it does not send is out of
 // range.
 func indexIssues(requests []Request, scheduled *int64, slice *shardSlice) []string {
@@ -223,9 +225,14 @@ func indexIssues(requests []Request, scheduled *int64, slice *shardSlice) []stri
 			repeats++
 		}
 	}
-	// Without a schedule, the arrivals are the records less the repeated ones: a duplicated
-	// record does not make another arrival missing.
+	// Without a schedule, the arrivals are at least the records less the repeated ones (a
+	// duplicated record does not make another arrival missing) and at least the highest
+	// index + 1 (arrivals are indexed from 0 without gaps, so a gap below the highest is an
+	// arrival whose record is missing: a shard that died mid-run, say).
 	expected := int64(len(requests)) - repeats
+	if n := len(indexes); n > 0 && indexes[n-1] >= expected {
+		expected = indexes[n-1] + 1
+	}
 	if scheduled != nil {
 		expected = *scheduled
 	}

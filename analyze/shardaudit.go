@@ -194,48 +194,67 @@ func startSkewProblems(shards []ShardAudit) []string {
 	}
 	var out []string
 	for _, c := range slices.Sorted(maps.Keys(cases)) {
-		var late, early *ShardAudit
-		var lateStart, earlyEnd int64
-		for i := range shards {
-			w := shards[i].measured[c]
-			if w == nil || w.StartedAtNS == nil {
-				continue
-			}
-			end := w.WindowEndedAtNS
-			if end == nil {
-				end = w.DrainedAtNS
-			}
-			if end == nil {
-				continue
-			}
-			if late == nil || *w.StartedAtNS > lateStart {
-				late, lateStart = &shards[i], *w.StartedAtNS
-			}
-			if early == nil || *end < earlyEnd {
-				early, earlyEnd = &shards[i], *end
-			}
-		}
+		late, early, lateStart, earlyEnd := windowExtremes(shards, c)
 		if late == nil || late == early || lateStart < earlyEnd {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s/measured: shard %d started its window %.3f s after shard %d's had ended: the shards ran one after another, so the merged window, from the earliest start to the latest end, mixes schedules that never ran together and its rates are no single run's (start the shards together, with --coordinator)",
-			c, late.Shard, float64(lateStart-earlyEnd)/1e9, early.Shard))
+		var others []string // the other shards that also started after it had ended
+		for i := range shards {
+			if w := shards[i].measured[c]; &shards[i] != late && w != nil && w.StartedAtNS != nil && *w.StartedAtNS >= earlyEnd {
+				others = append(others, fmt.Sprint(shards[i].Shard))
+			}
+		}
+		also := ""
+		if len(others) > 0 {
+			also = fmt.Sprintf(" (%s %s also started after it had ended)", plural(len(others), "shard", "shards"), strings.Join(others, ", "))
+		}
+		out = append(out, fmt.Sprintf("%s/measured: shard %d started its window %.3f s after shard %d's had ended%s: the shards ran one after another, so the merged window, from the earliest start to the latest end, mixes schedules that never ran together and its rates are no single run's (start the shards together, with --coordinator)",
+			c, late.Shard, float64(lateStart-earlyEnd)/1e9, early.Shard, also))
 	}
 	return out
+}
+
+// windowExtremes finds, among the shards' measured windows of case c that have a start and
+// an end (the window's end, else its drain), the one that started last and the one that
+// ended first, with those instants (Unix ns); nil when none has both.
+func windowExtremes(shards []ShardAudit, c string) (late, early *ShardAudit, lateStart, earlyEnd int64) {
+	for i := range shards {
+		w := shards[i].measured[c]
+		if w == nil || w.StartedAtNS == nil {
+			continue
+		}
+		end := w.WindowEndedAtNS
+		if end == nil {
+			end = w.DrainedAtNS
+		}
+		if end == nil {
+			continue
+		}
+		if late == nil || *w.StartedAtNS > lateStart {
+			late, lateStart = &shards[i], *w.StartedAtNS
+		}
+		if early == nil || *end < earlyEnd {
+			early, earlyEnd = &shards[i], *end
+		}
+	}
+	return late, early, lateStart, earlyEnd
 }
 
 // shardProblems are the lines naming what one shard lost or could not vouch for.
 func shardProblems(a *ShardAudit) []string {
 	var out []string
-	if a.Status == "not_closed" {
-		out = append(out, fmt.Sprintf("shard %d (%s) has no closing infer.session record: it stopped mid-run after recording %d requests (%d measured); its unsent arrivals are missing from the merged run", a.Shard, a.Path, a.RequestRecords, a.MeasuredRequests))
+	cutClose := a.Status == "not_closed" && a.Truncated && len(a.MissingWindows) == 0
+	if cutClose {
+		out = append(out, fmt.Sprintf("shard %d (%s) has no closing infer.session record and its last line was cut short (most likely that record): every phase window it owed is here, so none of its %d %s is missing, but the merged session reads as not closed", a.Shard, a.Path, a.RequestRecords, plural(a.RequestRecords, "request", "requests")))
+	} else if a.Status == "not_closed" {
+		out = append(out, fmt.Sprintf("shard %d (%s) has no closing infer.session record: it stopped mid-run after recording %d %s (%d measured); its unsent arrivals are missing from the merged run", a.Shard, a.Path, a.RequestRecords, plural(a.RequestRecords, "request", "requests"), a.MeasuredRequests))
 	} else if a.Status != artifact.StatusCompleted {
 		out = append(out, fmt.Sprintf("shard %d (%s) ended %s", a.Shard, a.Path, a.Status))
 	}
 	if len(a.MissingWindows) > 0 {
 		out = append(out, fmt.Sprintf("shard %d wrote no phase window for %s: those cases are phase_window_incomplete", a.Shard, strings.Join(a.MissingWindows, ", ")))
 	}
-	if a.Truncated {
+	if a.Truncated && !cutClose {
 		out = append(out, fmt.Sprintf("shard %d (%s): its last line was cut short and ignored", a.Shard, a.Path))
 	}
 	if u := a.ClockUncertaintyNS; u != nil && *u > ShardClockBoundNS {

@@ -98,6 +98,9 @@ func checkShards(parts []*Input) ([]*Input, error) {
 	first := parts[0]
 	info0 := shardOf(first)
 	for _, p := range parts {
+		if p.Artifact.Workload == nil {
+			return nil, fmt.Errorf("%w: %s has no infer.workload record, so it names no shard: an empty file, not an inferprobe artifact, or a shard that stopped before it sent anything (its set cannot merge without it: run that shard again)", ErrShardSet, nameOf(p))
+		}
 		if shardOf(p) == nil {
 			return nil, fmt.Errorf("%w: %s is not a shard (its infer.workload has no shard block; an unsharded artifact is analysed alone)", ErrShardSet, nameOf(p))
 		}

@@ -3,6 +3,7 @@ package analyze
 import (
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -108,8 +109,13 @@ func TestStartSkewProblems(t *testing.T) {
 		t.Fatalf("overlapping: %v", p)
 	}
 	p := startSkewProblems([]ShardAudit{audit(0, 5_155e6, 7_155e6), audit(1, 1e9, 3e9), audit(2, 1e9+5e6, 2e9)})
-	if len(p) != 1 || !strings.HasPrefix(p[0], "c/measured: shard 0 started its window 3.155 s after shard 2's had ended") {
+	if len(p) != 1 || !strings.HasPrefix(p[0], "c/measured: shard 0 started its window 3.155 s after shard 2's had ended: ") {
 		t.Fatalf("one after another: %v", p)
+	}
+	// Every shard that started after the first end is named.
+	p = startSkewProblems([]ShardAudit{audit(0, 0, 1e9), audit(1, 2e9, 3e9), audit(2, 4e9, 5e9), audit(3, 5e8, 1.5e9)})
+	if len(p) != 1 || !strings.HasPrefix(p[0], "c/measured: shard 2 started its window 3.000 s after shard 0's had ended (shard 1 also started after it had ended): ") {
+		t.Fatalf("three in turn: %v", p)
 	}
 	// Back to back (the start at the other's end) is one after another; a window with no end
 	// but its drain uses the drain; one with neither is left out.
@@ -125,5 +131,26 @@ func TestStartSkewProblems(t *testing.T) {
 	drained[0].measured["c"].DrainedAtNS = nil
 	if p := startSkewProblems(drained); len(p) != 0 {
 		t.Fatalf("a window with no end: %v", p)
+	}
+}
+
+// A shard with no closing session reads as stopped mid-run, unless only its last line (the
+// closing record) was cut and every window it owed is here; counts take their plural.
+func TestShardProblems(t *testing.T) {
+	cut := ShardAudit{Shard: 1, Path: "s1.jsonl", Status: "not_closed", RequestRecords: 29, MeasuredRequests: 26, MissingWindows: []string{}, Truncated: true}
+	p := shardProblems(&cut)
+	if len(p) != 1 || p[0] != "shard 1 (s1.jsonl) has no closing infer.session record and its last line was cut short (most likely that record): every phase window it owed is here, so none of its 29 requests is missing, but the merged session reads as not closed" {
+		t.Fatalf("cut closing record: %q", p)
+	}
+	died := cut
+	died.RequestRecords, died.MeasuredRequests, died.MissingWindows = 1, 0, []string{"c/measured"}
+	p = shardProblems(&died)
+	want := []string{
+		"shard 1 (s1.jsonl) has no closing infer.session record: it stopped mid-run after recording 1 request (0 measured); its unsent arrivals are missing from the merged run",
+		"shard 1 wrote no phase window for c/measured: those cases are phase_window_incomplete",
+		"shard 1 (s1.jsonl): its last line was cut short and ignored",
+	}
+	if !slices.Equal(p, want) {
+		t.Fatalf("died mid-run:\n%q\nwant\n%q", p, want)
 	}
 }

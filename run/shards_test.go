@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -276,6 +277,9 @@ func TestShardMergeRefusals(t *testing.T) {
 	dup := filepath.Join(other, "copy-of-1.jsonl")
 	b, _ := os.ReadFile(paths[1])
 	os.WriteFile(dup, b, 0o644)
+	// Shard 2 killed before its infer.workload: only its first line was written.
+	headOnly := filepath.Join(other, "head-of-2.jsonl")
+	os.WriteFile(headOnly, []byte(readLinesOf(t, paths[2])[0]+"\n"), 0o644)
 	for _, tc := range []struct {
 		paths []string
 		want  string
@@ -284,6 +288,7 @@ func TestShardMergeRefusals(t *testing.T) {
 		{[]string{paths[0], paths[1], dup}, "shard 1 given twice"},
 		{[]string{paths[0], paths[1], otherRun[2]}, "is of run \"run-other\""},
 		{[]string{paths[0], paths[1], single}, "is not a shard"},
+		{[]string{paths[0], paths[1], headOnly}, "head-of-2.jsonl has no infer.workload record, so it names no shard"},
 		{paths[2:], "shard 0, 1 missing"},
 	} {
 		_, err := AnalyzeShards(context.Background(), tc.paths, analyze.Options{})
@@ -340,9 +345,23 @@ func TestKilledShardIsNamed(t *testing.T) {
 	if len(rep.Shards.Problems) != 2 || !strings.Contains(rep.Shards.Problems[0], "shard 2 (") || !strings.Contains(rep.Shards.Problems[0], "no closing infer.session") {
 		t.Fatalf("problems %q", rep.Shards.Problems)
 	}
-	for _, c := range rep.Cases {
+	merged, err := analyze.ReadShards(context.Background(), paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, c := range rep.Cases {
 		if c.Population.CohortValid || c.Population.Scheduled != nil || c.Population.Offered != rep.Shards.PerShard[0].MeasuredRequests+rep.Shards.PerShard[1].MeasuredRequests+kept/2 {
 			t.Fatalf("population %+v", c.Population)
+		}
+		// With no schedule, the arrivals expected reach the highest index: the killed
+		// shard's lost records are the gaps below it, and no index is out of range.
+		highest := int64(-1)
+		for _, q := range merged.Cases[id] {
+			highest = max(highest, *q.RequestIndex)
+		}
+		want := fmt.Sprintf("records_missing: %d of %d", highest+1-int64(len(merged.Cases[id])), highest+1)
+		if !slices.Contains(c.Population.Issues, want) || slices.Contains(c.Population.Issues, "request_index_out_of_range") {
+			t.Fatalf("%s: issues %q, want %q and no index out of range", id, c.Population.Issues, want)
 		}
 	}
 	if rep.Summary.SessionClosed {
