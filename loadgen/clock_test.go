@@ -1,11 +1,13 @@
 package loadgen
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -238,15 +240,24 @@ func TestStopCancelsAtShortenedDrainDeadline(t *testing.T) {
 		testkit.WaitFor(t, "a dispatch", 10*time.Second, func() bool { return sent(sink) == i+1 })
 		advance(t, fc, 2, 50*time.Millisecond)
 	}
-	runner.Stop()                           // at 250 ms, with no arrival timer set: the held arrival waits for a slot
+	waitHeld(t)                             // the arrival at 250 ms waits for a slot
+	runner.Stop()                           // at 250 ms: the held arrival, due, is dropped
 	advance(t, fc, 2, 300*time.Millisecond) // the drain's shortened deadline: 250 + 300 ms
-	testkit.WaitFor(t, "five records", 10*time.Second, func() bool { return len(sink.requests(PhaseMeasured)) == 5 })
+	testkit.WaitFor(t, "six records", 10*time.Second, func() bool { return len(sink.requests(PhaseMeasured)) == 6 })
 	g.open("fixed20_in64_out8")
 	if err := <-done; !errors.Is(err, ErrStopped) {
 		t.Fatalf("Run returned %v, want ErrStopped", err)
 	}
 	stopDeadline := fakeT0.Add(550 * time.Millisecond).UnixNano()
+	stopped := fakeT0.Add(250 * time.Millisecond).UnixNano()
 	for _, r := range sink.requests(PhaseMeasured) {
+		if *r.RequestIndex == 5 {
+			if r.Status != "dropped" || !*r.HeldForSlot || *r.IntendedAtNS != stopped || *r.EndedAtNS != stopped ||
+				*r.ErrorMessage != "dispatch stopped (interrupt or stop) while held for a slot" || r.XRequestID != nil {
+				t.Fatalf("the held arrival: %s at %d, held %v, %q", r.Status, *r.EndedAtNS, *r.HeldForSlot, *r.ErrorMessage)
+			}
+			continue
+		}
 		if r.Status != "cancelled" || *r.EndedAtNS != stopDeadline {
 			t.Fatalf("status %s ended %d, want cancelled at the shortened drain deadline %d", r.Status, *r.EndedAtNS, stopDeadline)
 		}
@@ -288,6 +299,17 @@ func TestStopDrainsInFlightRequests(t *testing.T) {
 	if len(sink.windows()) != 0 {
 		t.Fatal("a stopped phase records no window")
 	}
+}
+
+// waitHeld waits until the dispatch loop holds an arrival for a slot (it is inside takeSlot,
+// every slot busy), read from the goroutines' stacks: no clock waiter tells a held arrival
+// from one whose timer has fired but not yet been taken.
+func waitHeld(t *testing.T) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	testkit.WaitFor(t, "an arrival held for a slot", 10*time.Second, func() bool {
+		return bytes.Contains(buf[:runtime.Stack(buf, true)], []byte("loadgen.(*phase).takeSlot"))
+	})
 }
 
 // sent counts the RequestSent records of the sink.

@@ -269,7 +269,8 @@ func (p *phase) runOpen(ctx context.Context, s *schedule.Schedule) time.Time {
 // policy when every slot is busy: drop records a as dropped (ok false); wait holds it until a
 // slot frees. A hold that reaches the drain deadline drops a and every arrival behind it,
 // never sent, and clears *deadlineC (the deadline has fired); a hold that the dispatch
-// context ends stops the dispatch too (stop).
+// context ends (Ctrl+C, Stop) drops a and every arrival behind it already due, and stops the
+// dispatch (stop).
 func (p *phase) takeSlot(a *attempt, slots chan struct{}, deadlineC *<-chan time.Time, s *schedule.Schedule) (ok, stop bool) {
 	cfg := p.r.cfg
 	select {
@@ -286,18 +287,29 @@ func (p *phase) takeSlot(a *attempt, slots chan struct{}, deadlineC *<-chan time
 	case slots <- struct{}{}:
 		return true, false
 	case <-*deadlineC:
-		now := p.r.clock.Now()
-		for j := a.idx; j < len(s.Offsets); j++ {
-			if !cfg.Owns(0, j) {
-				continue
-			}
-			b := &attempt{idx: j, intended: p.start.Add(s.Offsets[j]), held: true}
-			p.drop(b, "drain deadline passed while held for a slot", now)
-		}
+		p.dropHeld(a.idx, s, "drain deadline passed while held for a slot", false)
 		*deadlineC = nil
 		return false, true
 	case <-p.dctx.Done():
+		p.dropHeld(a.idx, s, "dispatch stopped (interrupt or stop) while held for a slot", true)
 		return false, true
+	}
+}
+
+// dropHeld records the held arrival from and the owned arrivals of s after it as dropped
+// (held for a slot, never sent) at the clock's now; dueOnly keeps to those whose intended
+// time has come (a stopped dispatch: the later ones were never offered).
+func (p *phase) dropHeld(from int, s *schedule.Schedule, why string, dueOnly bool) {
+	now := p.r.clock.Now()
+	for j := from; j < len(s.Offsets); j++ {
+		if !p.r.cfg.Owns(0, j) {
+			continue
+		}
+		intended := p.start.Add(s.Offsets[j])
+		if dueOnly && intended.After(now) {
+			break // offsets are in order: no later one is due either
+		}
+		p.drop(&attempt{idx: j, intended: intended, held: true}, why, now)
 	}
 }
 
