@@ -52,3 +52,28 @@ func TestRatesLineDrainNote(t *testing.T) {
 		t.Fatalf("text lacks %q:\n%s", want, b.String())
 	}
 }
+
+// TestDispatchNote: a scheduled window whose client dispatched under ClientRateFloor of the
+// scheduled rate says the rates are the schedule's; at the floor, for a closed loop's
+// measured span, or without the audit's figures, nothing.
+func TestDispatchNote(t *testing.T) {
+	const s = int64(1e9)
+	window := Intervals{Rate: NewInterval(KindScheduledWindow, 0, 2*s, CohortArrival)}
+	behind := ClientAudit{AchievedRatePerSecond: f64Ptr(2793.4), AchievedOverScheduled: f64Ptr(0.5587)}
+	want := "; sends fell behind the schedule, dispatched at 2793.40 req/s (55.9% of the scheduled rate): the requests sent late count in the rates, which divide by the window alone, so they are the schedule's, not what reached the server"
+	if got := dispatchNote(window, behind); got != want {
+		t.Fatalf("behind:\ngot  %q\nwant %q", got, want)
+	}
+	onTime := ClientAudit{AchievedRatePerSecond: f64Ptr(4975), AchievedOverScheduled: f64Ptr(ClientRateFloor)}
+	span := Intervals{Rate: NewInterval(KindMeasuredSpan, 0, 2*s, CohortAllMeasured)}
+	for name, got := range map[string]string{
+		"at the floor":  dispatchNote(window, onTime),
+		"measured span": dispatchNote(span, behind),
+		"no figures":    dispatchNote(window, ClientAudit{}),
+		"no interval":   dispatchNote(Intervals{}, behind),
+	} {
+		if got != "" {
+			t.Errorf("%s: %q", name, got)
+		}
+	}
+}

@@ -202,7 +202,7 @@ func caseLines(id string, c *CaseReport) []string {
 		num(c.LatencyMs["e2e_p95"]), c.insufficient(artifact.MetricE2E, "p95"),
 		num(c.LatencyMs["ttft_p50"]), c.insufficient(artifact.MetricTTFT, "p50"),
 		num(c.Throughput.OutputTokensPerSecond), num(c.Throughput.RequestsPerSecond))}
-	lines = append(lines, "  "+ratesLine(c.Intervals))
+	lines = append(lines, "  "+ratesLine(c.Intervals)+dispatchNote(c.Intervals, c.Client))
 	if !c.Population.CohortValid {
 		lines = append(lines, "  cohort invalid: "+strings.Join(c.Population.Issues, ", "))
 	}
@@ -268,6 +268,20 @@ func drainNote(iv Intervals) string {
 		return ""
 	}
 	return fmt.Sprintf("; drain %.2f s > window %.2f s: the rates count the requests that finished during the drain but divide by the window alone", *d.Seconds, *r.Seconds)
+}
+
+// dispatchNote warns, when the rate interval is an open loop's scheduled window and the
+// client dispatched under ClientRateFloor of the scheduled rate (its self-audit's figure),
+// that the rates are the schedule's: the requests sent late still count, over the window
+// alone, so the request rate reads as what was scheduled, not what reached the server; ""
+// otherwise.
+func dispatchNote(iv Intervals, a ClientAudit) string {
+	if iv.Rate == nil || iv.Rate.Kind != KindScheduledWindow || a.AchievedOverScheduled == nil ||
+		*a.AchievedOverScheduled >= ClientRateFloor || a.AchievedRatePerSecond == nil {
+		return ""
+	}
+	return fmt.Sprintf("; sends fell behind the schedule, dispatched at %.2f req/s (%.1f%% of the scheduled rate): the requests sent late count in the rates, which divide by the window alone, so they are the schedule's, not what reached the server",
+		*a.AchievedRatePerSecond, 100**a.AchievedOverScheduled)
 }
 
 func arrivalLines(c *CaseReport) []string {

@@ -27,6 +27,17 @@ import (
 	"github.com/inferprobe/inferprobe/sim"
 )
 
+// RequestTimeout bounds each request of a step; a stream of OutputTokens × Gap must end
+// well within it (Options are refused when it is not under half of it).
+const RequestTimeout = 30 * time.Second
+
+// MinStepArrivals is the fewest arrivals a step may schedule (StartRate × Step): with fewer,
+// no dispatch rate or lag percentile says anything, and a step would read clean by default.
+const MinStepArrivals = 10
+
+// ErrOptions marks options that cannot calibrate anything (a bad value or combination).
+var ErrOptions = errors.New("calibrate: bad options")
+
 // Options configure a calibration. Zero values take the defaults named.
 type Options struct {
 	// Dir keeps one artifact per step (calibrate-<rate>.jsonl); "" uses a temporary
@@ -61,9 +72,10 @@ type Step struct {
 	PeakInFlight *int64
 	// Clean is true when the case was not client-limited and every request succeeded.
 	Clean bool
-	// Failed counts the measured requests that did not succeed.
-	Failed   int
-	Artifact string
+	// Failed counts the measured requests that did not succeed; TimedOut, those of them that
+	// ran past RequestTimeout.
+	Failed, TimedOut int
+	Artifact         string
 }
 
 // Result is the envelope: the steps in the order run, the highest clean rate and its peak
@@ -133,13 +145,19 @@ func (o *Options) defaults() error {
 	}
 	switch {
 	case !(o.StartRate > 0) || math.IsInf(o.StartRate, 0) || !(o.MaxRate >= o.StartRate) || math.IsInf(o.MaxRate, 0):
-		return fmt.Errorf("calibrate: rates must satisfy 0 < start ≤ max < ∞, not start %v, max %v", o.StartRate, o.MaxRate)
+		return fmt.Errorf("%w: rates must satisfy 0 < start ≤ max < ∞, not start %v, max %v", ErrOptions, o.StartRate, o.MaxRate)
 	case o.Step < 100*time.Millisecond:
-		return fmt.Errorf("calibrate: a step must last at least 100 ms, not %v", o.Step)
+		return fmt.Errorf("%w: a step must last at least 100 ms, not %v", ErrOptions, o.Step)
 	case o.Gap < time.Millisecond:
-		return fmt.Errorf("calibrate: the chunk gap must be at least 1 ms, not %v", o.Gap)
+		return fmt.Errorf("%w: the chunk gap must be at least 1 ms, not %v", ErrOptions, o.Gap)
 	case o.InputTokens < 1 || o.OutputTokens < 1 || o.MaxInFlight < 1:
-		return errors.New("calibrate: input tokens, output tokens and the in-flight cap must be at least 1")
+		return fmt.Errorf("%w: input tokens, output tokens and the in-flight cap must be at least 1", ErrOptions)
+	case o.StartRate*o.Step.Seconds() < MinStepArrivals:
+		return fmt.Errorf("%w: a %v step at %v req/s schedules %.3g arrivals, under the %d a step needs to judge the schedule: raise the start rate or the step",
+			ErrOptions, o.Step, o.StartRate, o.StartRate*o.Step.Seconds(), MinStepArrivals)
+	case float64(o.OutputTokens)*o.Gap.Seconds() > RequestTimeout.Seconds()/2:
+		return fmt.Errorf("%w: %d output tokens %v apart keep a stream open %.4g s, over half the %v request timeout: lower the output tokens or the gap",
+			ErrOptions, o.OutputTokens, o.Gap, float64(o.OutputTokens)*o.Gap.Seconds(), RequestTimeout)
 	}
 	return nil
 }
@@ -241,7 +259,7 @@ func (c *calibration) step(ctx context.Context, rate float64) (Step, error) {
 	cfg := loadgen.Config{
 		Endpoint: c.url + "/v1/chat/completions", Model: c.model, RunID: fmt.Sprintf("calibrate-%g", rate),
 		Arrival: schedule.FixedRate, Rates: []float64{rate}, Duration: c.o.Step,
-		Timeout: 30 * time.Second, Stream: true, StreamUsage: true,
+		Timeout: RequestTimeout, Stream: true, StreamUsage: true,
 		InputTokens: []int{c.o.InputTokens}, OutputTokens: []int{c.o.OutputTokens},
 		ExtraBody: map[string]any{"ignore_eos": true}, MaxInFlight: c.o.MaxInFlight, Overflow: loadgen.OverflowWait,
 	}
@@ -269,7 +287,7 @@ func stepOf(rate float64, out *run.Result) Step {
 	st := Step{RatePerSecond: rate, Artifact: out.Path}
 	for _, cr := range out.Report.Cases {
 		st.Audit, st.PeakInFlight = cr.Client, cr.Arrivals.PeakInFlight
-		st.Failed = cr.Population.Offered - cr.SuccessfulRequests
+		st.Failed, st.TimedOut = cr.Population.Offered-cr.SuccessfulRequests, cr.Population.TimedOut
 	}
 	st.Clean = !st.Audit.ClientLimited && st.Failed == 0 && len(out.Report.Cases) == 1
 	return st

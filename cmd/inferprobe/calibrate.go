@@ -40,7 +40,9 @@ func newCalibrateCmd() *cobra.Command {
 client's self-audit stays clean (dispatch lag p99 ≤ 1 ms, dispatch ≥ 99.5% of the schedule,
 no arrival held or dropped, client CPU < 95%, every request successful), then bisects
 --refine times between the last clean and the first client-limited rate. Each stream stays
-open about --output-tokens × --gap-ms, so the peak in flight grows with the rate.
+open about --output-tokens × --gap-ms, so the peak in flight grows with the rate; a stream
+longer than half the 30 s request timeout, or a first step of fewer than 10 arrivals
+(--start-rate × --step-seconds), is a bad flag.
 
 The engine runs in this process, on this host's CPUs: the envelope is conservative for a
 client host that drives a remote server.
@@ -88,6 +90,8 @@ artifact already there is replaced.`,
 			defer stop()
 			res, err := calibrate.Run(ctx, o)
 			switch {
+			case errors.Is(err, calibrate.ErrOptions):
+				return usageErrorf("%v", err)
 			case errors.Is(err, context.Canceled):
 				fmt.Fprintln(cmd.ErrOrStderr(), "Interrupted")
 				return &exitError{code: exitInterrupted}
@@ -139,31 +143,83 @@ func stepLine(s calibrate.Step) string {
 	if a.ReceiveStampCoverage != nil {
 		parts = append(parts, fmt.Sprintf("receive stamps %.1f%%", 100**a.ReceiveStampCoverage))
 	}
-	verdict := "clean"
-	if !s.Clean {
-		reasons := append([]string(nil), a.Reasons...)
-		if s.Failed > 0 {
-			reasons = append(reasons, fmt.Sprintf("%d requests failed", s.Failed))
-		}
-		verdict = "client-limited (" + strings.Join(reasons, "; ") + ")"
+	return fmt.Sprintf("%8g req/s: %s; %s", s.RatePerSecond, verdict(s), strings.Join(parts, ", "))
+}
+
+// verdict is a step's word: clean; client-limited (the self-audit's reasons, and failures);
+// or, when only requests failed, failed (how many, and how many timed out).
+func verdict(s calibrate.Step) string {
+	if s.Clean {
+		return "clean"
 	}
-	return fmt.Sprintf("%8g req/s: %s; %s", s.RatePerSecond, verdict, strings.Join(parts, ", "))
+	var failed []string
+	if s.Failed > 0 {
+		line := fmt.Sprintf("%d %s failed", s.Failed, plural(s.Failed, "request", "requests"))
+		if s.TimedOut > 0 {
+			line += fmt.Sprintf(", %d of them timed out (the %v request timeout)", s.TimedOut, calibrate.RequestTimeout)
+		}
+		failed = append(failed, line)
+	}
+	if !s.Audit.ClientLimited {
+		return "failed (" + strings.Join(failed, "; ") + ")"
+	}
+	return "client-limited (" + strings.Join(append(append([]string(nil), s.Audit.Reasons...), failed...), "; ") + ")"
+}
+
+// plural is one or many by n.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // envelope prints the result; exit 3 when not even the start rate was clean.
 func envelope(w io.Writer, res *calibrate.Result) error {
 	if res.CleanRate == nil {
-		fmt.Fprintf(w, "Envelope: not even the start rate was clean on this host (%d CPUs): lower --start-rate\n", res.CPUs)
+		fmt.Fprintf(w, "Envelope: not even the start rate was clean on this host (%d CPUs): %s\n", res.CPUs, startAdvice(res))
 		return &exitError{code: exitFindings}
 	}
 	inflight := ""
 	if res.CleanInFlight != nil {
-		inflight = fmt.Sprintf(" with up to %d streams in flight", *res.CleanInFlight)
+		inflight = fmt.Sprintf(" with up to %d %s in flight", *res.CleanInFlight, plural(int(*res.CleanInFlight), "stream", "streams"))
 	}
 	above := "the highest rate tried"
 	if res.LimitedRate != nil {
 		above = fmt.Sprintf("client-limited at %g req/s", *res.LimitedRate)
+		if s := stepAt(res, *res.LimitedRate); s != nil && !s.Audit.ClientLimited {
+			above = fmt.Sprintf("requests failed at %g req/s", *res.LimitedRate)
+		}
 	}
 	fmt.Fprintf(w, "Envelope: %g req/s%s, cleanly, on this host (%d CPUs); %s\n", *res.CleanRate, inflight, res.CPUs, above)
 	return nil
+}
+
+// stepAt is the step run at rate (nil when none was).
+func stepAt(res *calibrate.Result, rate float64) *calibrate.Step {
+	for i := range res.Steps {
+		if res.Steps[i].RatePerSecond == rate {
+			return &res.Steps[i]
+		}
+	}
+	return nil
+}
+
+// startAdvice is what to change when the start rate was not clean, read from its step:
+// requests that failed or timed out, arrivals held for a slot (the in-flight cap), or the
+// rate itself.
+func startAdvice(res *calibrate.Result) string {
+	if len(res.Steps) == 0 {
+		return "lower --start-rate"
+	}
+	s := res.Steps[0]
+	switch {
+	case s.TimedOut > 0:
+		return fmt.Sprintf("its requests timed out (the %v request timeout): lower --output-tokens or --gap-ms", calibrate.RequestTimeout)
+	case s.Audit.HeldForSlot > 0 || s.Audit.Dropped > 0:
+		return "its arrivals waited for an in-flight slot: raise --max-in-flight"
+	case s.Failed > 0 && !s.Audit.ClientLimited:
+		return "its requests failed (see the step's artifact with --output)"
+	}
+	return "lower --start-rate"
 }

@@ -2,11 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/inferprobe/inferprobe/analyze"
+	"github.com/inferprobe/inferprobe/calibrate"
 	"github.com/inferprobe/inferprobe/sim"
 )
 
@@ -71,6 +74,8 @@ func TestCalibrateFlags(t *testing.T) {
 		{[]string{"--refine", "-1"}, "--refine must be in [0, 20]"},
 		{[]string{"--output", "/etc/passwd"}, "--output /etc/passwd"},
 		{[]string{"extra"}, "unknown command"},
+		{[]string{"--start-rate", "1", "--step-seconds", "0.1", "--max-rate", "2"}, "schedules 0.1 arrivals, under the 10 a step needs"},
+		{[]string{"--output-tokens", "40", "--gap-ms", "1000"}, "40 output tokens 1s apart keep a stream open 40 s, over half the 30s request timeout"},
 	} {
 		code, _, stderr := runCLI(t, append([]string{"calibrate"}, c.args...)...)
 		if code != exitUsage || !strings.Contains(stderr, c.want) {
@@ -85,5 +90,49 @@ func TestCalibrateRuns(t *testing.T) {
 	if !strings.Contains(stdout, "      40 req/s: ") || !strings.Contains(stdout, "Envelope: ") ||
 		(code == exitOK) != strings.Contains(stdout, "Envelope: 40 req/s") || (code != exitOK && code != exitFindings) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}
+
+// A step's verdict names what made it unclean; the envelope's advice follows the start
+// step's cause; counts take their plural.
+func TestCalibrateVerdicts(t *testing.T) {
+	limited := analyze.ClientAudit{ClientLimited: true, Reasons: []string{"dispatch lag p99 4.44 ms over the 1 ms bound"}}
+	for _, c := range []struct {
+		step calibrate.Step
+		want string
+	}{
+		{calibrate.Step{Clean: true}, "clean"},
+		{calibrate.Step{Failed: 1, TimedOut: 1}, "failed (1 request failed, 1 of them timed out (the 30s request timeout))"},
+		{calibrate.Step{Failed: 3}, "failed (3 requests failed)"},
+		{calibrate.Step{Audit: limited}, "client-limited (dispatch lag p99 4.44 ms over the 1 ms bound)"},
+		{calibrate.Step{Audit: limited, Failed: 2}, "client-limited (dispatch lag p99 4.44 ms over the 1 ms bound; 2 requests failed)"},
+	} {
+		if got := verdict(c.step); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.step, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		step calibrate.Step
+		want string
+	}{
+		{calibrate.Step{Failed: 1, TimedOut: 1}, "its requests timed out (the 30s request timeout): lower --output-tokens or --gap-ms"},
+		{calibrate.Step{Audit: analyze.ClientAudit{ClientLimited: true, HeldForSlot: 9}}, "its arrivals waited for an in-flight slot: raise --max-in-flight"},
+		{calibrate.Step{Failed: 2}, "its requests failed (see the step's artifact with --output)"},
+		{calibrate.Step{Audit: limited}, "lower --start-rate"},
+	} {
+		var b strings.Builder
+		err := envelope(&b, &calibrate.Result{Steps: []calibrate.Step{c.step}, CPUs: 2})
+		want := "Envelope: not even the start rate was clean on this host (2 CPUs): " + c.want + "\n"
+		var ee *exitError
+		if !errors.As(err, &ee) || ee.code != exitFindings || b.String() != want {
+			t.Errorf("%+v: %v %q, want %q", c.step, err, b.String(), want)
+		}
+	}
+	one, rate, failedAt := int64(1), 100.0, 200.0
+	var b strings.Builder
+	res := &calibrate.Result{Steps: []calibrate.Step{{RatePerSecond: 100, Clean: true}, {RatePerSecond: 200, Failed: 4}},
+		CleanRate: &rate, CleanInFlight: &one, LimitedRate: &failedAt, CPUs: 2}
+	if err := envelope(&b, res); err != nil || b.String() != "Envelope: 100 req/s with up to 1 stream in flight, cleanly, on this host (2 CPUs); requests failed at 200 req/s\n" {
+		t.Fatalf("%v %q", err, b.String())
 	}
 }
