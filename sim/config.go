@@ -256,6 +256,10 @@ type problems []error
 // add records one finding, formatted as fmt.Errorf does.
 func (p *problems) add(format string, args ...any) { *p = append(*p, fmt.Errorf(format, args...)) }
 
+// MaxDecodeStep bounds each decode step time knob: a step longer than a minute models no
+// engine (and a stream of them outlives every client timeout).
+const MaxDecodeStep = time.Minute
+
 // checkEngine checks the model name, the engine count and the scheduler, KV-cache and
 // step-time knobs; MaxModelLen must fit in the KV cache when both of its sizes are valid.
 func (c *Config) checkEngine(p *problems) {
@@ -287,8 +291,8 @@ func (c *Config) checkEngine(p *problems) {
 	if !(c.PrefillTokensPerSec >= 0) || c.PrefillTokensPerSec > 1e12 {
 		p.add("prefill-tps must be ≥ 0 (0 = instantaneous), got %v", c.PrefillTokensPerSec)
 	}
-	if c.DecodeStepBase < 0 || c.DecodeStepPerSeq < 0 {
-		p.add("decode step times must be ≥ 0")
+	if c.DecodeStepBase < 0 || c.DecodeStepPerSeq < 0 || c.DecodeStepBase > MaxDecodeStep || c.DecodeStepPerSeq > MaxDecodeStep {
+		p.add("decode step times must be in [0, %v], got base %v and per sequence %v", MaxDecodeStep, c.DecodeStepBase, c.DecodeStepPerSeq)
 	}
 }
 

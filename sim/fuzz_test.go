@@ -148,6 +148,8 @@ func TestConfigValidate(t *testing.T) {
 		func(c *Config) { c.NumGPUBlocks = 10; c.MaxModelLen = 1000 },
 		func(c *Config) { c.PrefillTokensPerSec = -1 },
 		func(c *Config) { c.DecodeStepBase = -time.Millisecond },
+		func(c *Config) { c.DecodeStepBase = 1000 * time.Hour },
+		func(c *Config) { c.DecodeStepPerSeq = MaxDecodeStep + 1 },
 		func(c *Config) { c.StopProbability = 1.5 },
 		func(c *Config) { c.TokensPerChunk = 0 },
 		func(c *Config) { c.ResetAnswer = "xml" },
@@ -156,6 +158,11 @@ func TestConfigValidate(t *testing.T) {
 		func(c *Config) { c.Faults.Stall = 0.5 },
 		func(c *Config) { c.Faults.SlowHeaders = 0.5 },
 		func(c *Config) { c.Faults.RestartAt = -1 },
+	}
+	atBound := DefaultConfig()
+	atBound.DecodeStepBase, atBound.DecodeStepPerSeq = MaxDecodeStep, MaxDecodeStep
+	if err := atBound.Validate(); err != nil {
+		t.Errorf("decode steps of %v refused: %v", MaxDecodeStep, err)
 	}
 	for i, mod := range bad {
 		c := DefaultConfig()

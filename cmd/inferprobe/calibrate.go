@@ -14,6 +14,7 @@ import (
 	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/calibrate"
+	"github.com/inferprobe/inferprobe/loadgen"
 	"github.com/spf13/cobra"
 )
 
@@ -65,8 +66,8 @@ artifact already there is replaced.`,
 			if o.MaxRate < o.StartRate {
 				return usageErrorf("--max-rate %v is below --start-rate %v", o.MaxRate, o.StartRate)
 			}
-			if o.MaxInFlight < 1 {
-				return usageErrorf("--max-in-flight must be at least 1, not %d", o.MaxInFlight)
+			if o.MaxInFlight < 1 || o.MaxInFlight > loadgen.MaxConcurrency {
+				return usageErrorf("--max-in-flight must be within 1..%d, not %d", loadgen.MaxConcurrency, o.MaxInFlight)
 			}
 			if o.Refine < 0 || o.Refine > 20 {
 				return usageErrorf("--refine must be in [0, 20] bisection steps, not %d", o.Refine)
