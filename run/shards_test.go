@@ -59,18 +59,30 @@ func shardConfig(t *testing.T, srv *sim.Server, mode string, runID string, n, k 
 }
 
 // runShards runs shards 0..n−1 of mode at once into dir and returns their artifacts' paths.
+// They start together, as a coordinator starts them: each waits at a start gate until every
+// shard has reached it (launched one after another, a loaded host can start them further
+// apart than these short windows last, and the merge then rightly names the shards as run
+// one after another).
 func runShards(t *testing.T, srv *sim.Server, mode, runID, dir string, n int) []string {
 	t.Helper()
 	paths := make([]string, n)
 	errs := make([]error, n)
-	var wg sync.WaitGroup
+	var wg, arrived sync.WaitGroup
+	arrived.Add(n)
+	reached := make([]sync.Once, n) // a shard that fails before its gate must not hold the others
 	for k := 0; k < n; k++ {
 		paths[k] = filepath.Join(dir, fmt.Sprintf("shard-%d.jsonl", k))
+		gate := func(context.Context, artifact.Sink, artifact.Context, string) error {
+			reached[k].Do(arrived.Done)
+			arrived.Wait()
+			return nil
+		}
 		wg.Add(1)
 		go func(k int) {
 			defer wg.Done()
+			defer reached[k].Do(arrived.Done)
 			res := New(Spec{Workload: shardConfig(t, srv, mode, runID, n, k), Tokenizer: tokenizer(t), TokenizerName: "auto",
-				Output: paths[k], Version: "test"}).Execute(context.Background())
+				Output: paths[k], Version: "test", StartGate: gate}).Execute(context.Background())
 			errs[k] = errors.Join(res.Err, res.ReportErr)
 		}(k)
 	}
