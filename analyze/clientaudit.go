@@ -22,6 +22,10 @@ const (
 	// p99 is interpolated between the two largest lags) one late wake-up alone would
 	// otherwise flag it, and one late dispatch shapes one request, not the run.
 	ClientLateFloor = 2
+	// HostContendedShare is the share of the host's CPUs that other processes (or a
+	// hypervisor's steal) kept busy during the phase from which a client-limited case's
+	// lateness is put down to the host, not to the client's own work.
+	HostContendedShare = 0.5
 )
 
 // ClientAudit is a case's self-audit: the load generator's own health over the measured
@@ -38,6 +42,12 @@ const (
 //     running from its start to the end of its drain; GCPauseShare = GC pause seconds /
 //     phase wall seconds; ReceiveStampCoverage = stamped reads / reads. Null without the
 //     phase's client_health (older artifacts) or without reads.
+//   - HostCPUUtilization = host busy CPU seconds / (phase wall seconds × host CPUs), every
+//     process's; OtherCPUUtilization = max(host busy − the process's CPU seconds, 0) / the
+//     same: what other processes took. Null without the host figures (older artifacts, or
+//     no /proc/stat). HostContended: the case is client-limited, other processes took at
+//     least HostContendedShare of the host and the process itself stayed under
+//     ClientCPUCeiling: the host's contention, not the client's own work, delayed it.
 //
 // ClientLimited is true when any of Reasons holds: dispatch lag p99 over its bound with at
 // least ClientLateFloor arrivals over it,
@@ -58,6 +68,10 @@ type ClientAudit struct {
 	CPUs                   *int     `json:"cpus"`
 	CPUSeconds             *float64 `json:"cpu_seconds"`
 	CPUUtilization         *float64 `json:"cpu_utilization"`
+	HostCPUs               *int     `json:"host_cpus"`
+	HostCPUUtilization     *float64 `json:"host_cpu_utilization"`
+	OtherCPUUtilization    *float64 `json:"other_cpu_utilization"`
+	HostContended          bool     `json:"host_contended"`
 	GCCycles               *int64   `json:"gc_cycles"`
 	GCPauseSeconds         *float64 `json:"gc_pause_seconds"`
 	GCPauseShare           *float64 `json:"gc_pause_share"`
@@ -155,6 +169,15 @@ func (a *ClientAudit) healthFrom(h *artifact.ClientHealth, w *artifact.PhaseWind
 	if wall > 0 {
 		a.GCPauseShare = f64Ptr(h.GCPauseSeconds / wall)
 	}
+	if h.HostCPUs > 0 && h.HostCPUBusySeconds != nil && wall > 0 {
+		n := h.HostCPUs
+		a.HostCPUs = &n
+		capacity := wall * float64(n)
+		a.HostCPUUtilization = f64Ptr(*h.HostCPUBusySeconds / capacity)
+		if a.CPUSeconds != nil {
+			a.OtherCPUUtilization = f64Ptr(max(*h.HostCPUBusySeconds-*a.CPUSeconds, 0) / capacity)
+		}
+	}
 	if h.ReceiveReads > 0 {
 		a.ReceiveStampCoverage = f64Ptr(float64(h.ReceiveStampedReads) / float64(h.ReceiveReads))
 	}
@@ -179,6 +202,8 @@ func (a *ClientAudit) judge() {
 		a.Reasons = append(a.Reasons, fmt.Sprintf("client CPU at %.0f%% of its %d CPUs", 100**a.CPUUtilization, *a.CPUs))
 	}
 	a.ClientLimited = len(a.Reasons) > 0
+	a.HostContended = a.ClientLimited && a.OtherCPUUtilization != nil && *a.OtherCPUUtilization >= HostContendedShare &&
+		a.CPUUtilization != nil && *a.CPUUtilization < ClientCPUCeiling
 }
 
 // clientLines renders the self-audit: a health line when there is anything to say (an open
@@ -187,6 +212,8 @@ func (a *ClientAudit) judge() {
 //
 //	client: dispatch lag p99 3.1 ms (bound 1 ms, 4 over it), 100.0% of the scheduled rate, CPU 23% of 2 CPUs, GC pauses 0.4 ms, receive stamps 100.0%
 //	CLIENT-LIMITED: dispatch lag p99 3.1 ms over the 1 ms bound, 4 arrivals over it
+//
+// and, for a host-contended one, a line saying that other processes took the host.
 func clientLines(a ClientAudit) []string {
 	var parts []string
 	if a.DispatchLagP99Ms != nil {
@@ -202,6 +229,13 @@ func clientLines(a ClientAudit) []string {
 	if a.CPUUtilization != nil && a.CPUs != nil {
 		parts = append(parts, fmt.Sprintf("CPU %.0f%% of %d CPUs", 100**a.CPUUtilization, *a.CPUs))
 	}
+	if a.HostCPUUtilization != nil {
+		host := fmt.Sprintf("host CPU %.0f%% of %d", 100**a.HostCPUUtilization, *a.HostCPUs)
+		if a.OtherCPUUtilization != nil {
+			host += fmt.Sprintf(" (other processes %.0f%%)", 100**a.OtherCPUUtilization)
+		}
+		parts = append(parts, host)
+	}
 	if a.GCPauseSeconds != nil {
 		parts = append(parts, fmt.Sprintf("GC pauses %s ms", FormatMs(1000**a.GCPauseSeconds)))
 	}
@@ -214,6 +248,10 @@ func clientLines(a ClientAudit) []string {
 	}
 	if a.ClientLimited {
 		lines = append(lines, "  CLIENT-LIMITED: "+strings.Join(a.Reasons, "; "))
+	}
+	if a.HostContended {
+		lines = append(lines, fmt.Sprintf("  HOST-CONTENDED: other processes kept %.0f%% of this host's %d CPUs busy while this client used %.0f%% of its own: the host, more than the client's own work, delayed its dispatch (run it on a quieter host)",
+			100**a.OtherCPUUtilization, *a.HostCPUs, 100**a.CPUUtilization))
 	}
 	return lines
 }

@@ -118,3 +118,52 @@ func TestFormatMs(t *testing.T) {
 		}
 	}
 }
+
+// The host's busy CPU, less the process's own, is what other processes took; a
+// client-limited case on a host they kept busy, with the client itself far from saturated,
+// is host-contended and says so; one the client saturated, or a clean one, is not.
+func TestClientAuditHostContention(t *testing.T) {
+	var late []Request
+	for i := range 10 {
+		late = append(late, openRequest(StatusOK, float64(10*i), 3))
+	}
+	host := func(w *artifact.PhaseWindow, cpus int, busy float64) *artifact.PhaseWindow {
+		w.ClientHealth.HostCPUs, w.ClientHealth.HostCPUBusySeconds = cpus, &busy
+		return w
+	}
+	// 2 s × 4 host CPUs = 8 CPU-s; the process 0.3 s, the host 6.7 s busy: others 6.4 s.
+	a := ClientAuditOf(late, host(healthWindow(0.2, 0.1, 2, 2, 0, 0, 0), 4, 6.7))
+	if !a.ClientLimited || !a.HostContended || *a.HostCPUs != 4 || !near(a.HostCPUUtilization, 6.7/8) || !near(a.OtherCPUUtilization, 0.8) {
+		t.Fatalf("audit %+v", a)
+	}
+	lines := clientLines(a)
+	if len(lines) != 3 || !strings.HasSuffix(lines[0], ", CPU 8% of 2 CPUs, host CPU 84% of 4 (other processes 80%), GC pauses 0 ms") ||
+		lines[2] != "  HOST-CONTENDED: other processes kept 80% of this host's 4 CPUs busy while this client used 8% of its own: the host, more than the client's own work, delayed its dispatch (run it on a quieter host)" {
+		t.Fatalf("lines %q", lines)
+	}
+	// Others under half the host: not contended.
+	if a := ClientAuditOf(late, host(healthWindow(0.2, 0.1, 2, 2, 0, 0, 0), 4, 3.9)); !a.ClientLimited || a.HostContended || !near(a.OtherCPUUtilization, 0.45) {
+		t.Fatalf("others 45%%: %+v", a)
+	}
+	// The client saturated its CPUs: its own work, whatever the others did.
+	if a := ClientAuditOf(late, host(healthWindow(3.0, 0.8, 2, 2, 0, 0, 0), 8, 15)); !a.ClientLimited || a.HostContended {
+		t.Fatalf("client saturated: %+v", a)
+	}
+	// On schedule: a busy host is only a figure.
+	var onTime []Request
+	for i := range 10 {
+		onTime = append(onTime, openRequest(StatusOK, float64(10*i), 0.1))
+	}
+	if a := ClientAuditOf(onTime, host(healthWindow(0.2, 0.1, 2, 2, 0, 0, 0), 4, 7.9)); a.ClientLimited || a.HostContended || len(clientLines(a)) != 1 {
+		t.Fatalf("on schedule: %+v", a)
+	}
+	// Busy time under the process's own (counters read at different instants): others 0.
+	if a := ClientAuditOf(late, host(healthWindow(0.2, 0.1, 2, 2, 0, 0, 0), 4, 0.25)); !near(a.OtherCPUUtilization, 0) {
+		t.Fatalf("busy under own: %+v", a)
+	}
+	// Older artifacts: no host figures, no line part.
+	if a := ClientAuditOf(late, healthWindow(0.2, 0.1, 2, 2, 0, 0, 0)); a.HostCPUs != nil || a.HostCPUUtilization != nil || a.HostContended ||
+		strings.Contains(clientLines(a)[0], "host CPU") {
+		t.Fatalf("no host figures: %+v", a)
+	}
+}

@@ -25,4 +25,12 @@ type ClientHealth struct {
 	// timed by the clock after the read returned, late by the reader's scheduling delay).
 	ReceiveReads        int64 `json:"receive_reads"`
 	ReceiveStampedReads int64 `json:"receive_stamped_reads"`
+	// HostCPUs is the number of CPUs of the host (/proc/stat's cpuN lines) and
+	// HostCPUBusySeconds the busy time of all of them during the phase (every process's,
+	// this one included: the deltas of /proc/stat's user, nice, system, irq, softirq and
+	// steal, seconds); 0 and null where the platform does not report them, and in artifacts
+	// written before they existed. Their difference from the process's own CPU is what
+	// other processes (or a hypervisor) took.
+	HostCPUs           int      `json:"host_cpus"`
+	HostCPUBusySeconds *float64 `json:"host_cpu_busy_seconds"`
 }

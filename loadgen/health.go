@@ -7,14 +7,17 @@ import (
 	"github.com/inferprobe/inferprobe/artifact"
 )
 
-// healthSnapshot is the process's cumulative CPU, GC and receive-stamp counters at one
-// moment; two of them give a phase's artifact.ClientHealth.
+// healthSnapshot is the process's cumulative CPU, GC and receive-stamp counters, and the
+// host's busy CPU time, at one moment; two of them give a phase's artifact.ClientHealth.
 type healthSnapshot struct {
 	user, sys      time.Duration
 	cpuKnown       bool
 	gcCycles       uint32
 	gcPauseNs      uint64
 	reads, stamped int64
+	hostBusy       float64 // seconds, all the host's CPUs
+	hostCPUs       int
+	hostKnown      bool
 }
 
 // healthNow reads the counters (runtime.ReadMemStats: a brief stop of the world, twice per
@@ -22,6 +25,7 @@ type healthSnapshot struct {
 func (r *Runner) healthNow() healthSnapshot {
 	var h healthSnapshot
 	h.user, h.sys, h.cpuKnown = processCPU()
+	h.hostBusy, h.hostCPUs, h.hostKnown = hostCPUBusy()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	h.gcCycles, h.gcPauseNs = ms.NumGC, ms.PauseTotalNs
@@ -39,6 +43,10 @@ func (h healthSnapshot) healthSince(start healthSnapshot) *artifact.ClientHealth
 		GCPauseSeconds:      float64(h.gcPauseNs-start.gcPauseNs) / 1e9,
 		ReceiveReads:        h.reads - start.reads,
 		ReceiveStampedReads: h.stamped - start.stamped,
+	}
+	if h.hostKnown && start.hostKnown {
+		c.HostCPUs = h.hostCPUs
+		c.HostCPUBusySeconds = artifact.Ptr(max(h.hostBusy-start.hostBusy, 0))
 	}
 	if h.cpuKnown && start.cpuKnown {
 		c.CPUUserSeconds = artifact.Ptr((h.user - start.user).Seconds())

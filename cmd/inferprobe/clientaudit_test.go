@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -33,6 +34,13 @@ func TestProfileClientLimitedExit(t *testing.T) {
 	health := phaseHealth(t, out)
 	if health["cpus"].(float64) < 1 || health["receive_reads"].(float64) < 6 || health["cpu_user_seconds"] == nil {
 		t.Fatalf("client_health %v", health)
+	}
+	// Where /proc/stat exists the host's CPUs and busy time are recorded: at least the CPUs
+	// this process may use, and at least its own CPU time (to a clock tick per counter).
+	if busy, ok := health["host_cpu_busy_seconds"].(float64); runtime.GOOS == "linux" &&
+		(!ok || health["host_cpus"].(float64) < float64(runtime.NumCPU()) ||
+			busy < health["cpu_user_seconds"].(float64)+health["cpu_system_seconds"].(float64)-0.06) {
+		t.Fatalf("host figures in %v", health)
 	}
 	code, _, stderr = runCLI(t, args(filepath.Join(dir, "allowed.jsonl"), "--allow-client-limited")...)
 	if code != exitOK || !strings.Contains(stderr, "Warning: Client-limited:") || !strings.Contains(stderr, "exit 0 as --allow-client-limited asks") {
