@@ -141,6 +141,9 @@ func stepLine(s calibrate.Step) string {
 	if a.CPUUtilization != nil && a.CPUs != nil {
 		parts = append(parts, fmt.Sprintf("CPU %.0f%% of %d CPUs", 100**a.CPUUtilization, *a.CPUs))
 	}
+	if a.OtherCPUUtilization != nil {
+		parts = append(parts, fmt.Sprintf("other processes %.0f%% of the host", 100**a.OtherCPUUtilization))
+	}
 	if a.ReceiveStampCoverage != nil {
 		parts = append(parts, fmt.Sprintf("receive stamps %.1f%%", 100**a.ReceiveStampCoverage))
 	}
@@ -207,8 +210,8 @@ func stepAt(res *calibrate.Result, rate float64) *calibrate.Step {
 }
 
 // startAdvice is what to change when the start rate was not clean, read from its step:
-// requests that failed or timed out, arrivals held for a slot (the in-flight cap), or the
-// rate itself.
+// requests that failed or timed out, arrivals held for a slot (the in-flight cap), a host
+// other processes kept busy, or the rate itself.
 func startAdvice(res *calibrate.Result) string {
 	if len(res.Steps) == 0 {
 		return "lower --start-rate"
@@ -221,6 +224,8 @@ func startAdvice(res *calibrate.Result) string {
 		return "its arrivals waited for an in-flight slot: raise --max-in-flight"
 	case s.Failed > 0 && !s.Audit.ClientLimited:
 		return "its requests failed (see the step's artifact with --output)"
+	case s.Audit.HostContended:
+		return fmt.Sprintf("other processes kept %.0f%% of the host's CPUs busy: run it on a quieter host", 100**s.Audit.OtherCPUUtilization)
 	}
 	return "lower --start-rate"
 }

@@ -127,6 +127,8 @@ func TestCalibrateVerdicts(t *testing.T) {
 		{calibrate.Step{Failed: 1, TimedOut: 1}, "its requests timed out (the 30s request timeout): lower --output-tokens or --gap-ms"},
 		{calibrate.Step{Audit: analyze.ClientAudit{ClientLimited: true, HeldForSlot: 9}}, "its arrivals waited for an in-flight slot: raise --max-in-flight"},
 		{calibrate.Step{Failed: 2}, "its requests failed (see the step's artifact with --output)"},
+		{calibrate.Step{Audit: analyze.ClientAudit{ClientLimited: true, HostContended: true, OtherCPUUtilization: ptrTo(0.83)}},
+			"other processes kept 83% of the host's CPUs busy: run it on a quieter host"},
 		{calibrate.Step{Audit: limited}, "lower --start-rate"},
 	} {
 		var b strings.Builder
@@ -145,3 +147,5 @@ func TestCalibrateVerdicts(t *testing.T) {
 		t.Fatalf("%v %q", err, b.String())
 	}
 }
+
+func ptrTo[T any](v T) *T { return &v }
