@@ -208,10 +208,27 @@ func startSkewProblems(shards []ShardAudit) []string {
 		if len(others) > 0 {
 			also = fmt.Sprintf(" (%s %s also started after it had ended)", plural(len(others), "shard", "shards"), strings.Join(others, ", "))
 		}
-		out = append(out, fmt.Sprintf("%s/measured: shard %d started its window %.3f s after shard %d's had ended%s: the shards ran one after another, so the merged window, from the earliest start to the latest end, mixes schedules that never ran together and its rates are no single run's (start the shards together, with --coordinator)",
-			c, late.Shard, float64(lateStart-earlyEnd)/1e9, early.Shard, also))
+		why := "the shards ran one after another"
+		fix := "start the shards together, with --coordinator"
+		if coordinated(shards) {
+			why = "the shards started together, but their earlier phases (warm-up) drained further apart than the window lasts"
+			fix = "lengthen the measured window"
+		}
+		out = append(out, fmt.Sprintf("%s/measured: shard %d started its window %.3f s after shard %d's had ended%s: %s, so the merged window, from the earliest start to the latest end, mixes schedules that never ran together and its rates are no single run's (%s)",
+			c, late.Shard, float64(lateStart-earlyEnd)/1e9, early.Shard, also, why, fix))
 	}
 	return out
+}
+
+// coordinated reports whether every shard recorded a clock alignment, as a shard started
+// through a coordinator does.
+func coordinated(shards []ShardAudit) bool {
+	for i := range shards {
+		if shards[i].ClockOffsetNS == nil {
+			return false
+		}
+	}
+	return len(shards) > 0
 }
 
 // windowExtremes finds, among the shards' measured windows of case c that have a start and

@@ -117,6 +117,16 @@ func TestStartSkewProblems(t *testing.T) {
 	if len(p) != 1 || !strings.HasPrefix(p[0], "c/measured: shard 2 started its window 3.000 s after shard 0's had ended (shard 1 also started after it had ended): ") {
 		t.Fatalf("three in turn: %v", p)
 	}
+	// Coordinated shards (each with a clock alignment) started together: their warm-ups
+	// drained apart.
+	coord := []ShardAudit{audit(0, 0, 1e9), audit(1, 1.5e9, 2e9)}
+	for i := range coord {
+		coord[i].ClockOffsetNS = artifact.Ptr(int64(0))
+	}
+	if p := startSkewProblems(coord); len(p) != 1 || !strings.Contains(p[0], "had ended: the shards started together, but their earlier phases (warm-up) drained further apart than the window lasts, ") ||
+		!strings.HasSuffix(p[0], "(lengthen the measured window)") {
+		t.Fatalf("coordinated: %v", p)
+	}
 	// Back to back (the start at the other's end) is one after another; a window with no end
 	// but its drain uses the drain; one with neither is left out.
 	touching := []ShardAudit{audit(0, 0, 10e6), audit(1, 10e6, 20e6)}
