@@ -26,7 +26,15 @@ const (
 	// hypervisor's steal) kept busy during the phase from which a client-limited case's
 	// lateness is put down to the host, not to the client's own work.
 	HostContendedShare = 0.5
+	// HostContendedRateFloor is the least achieved/scheduled dispatch rate of a
+	// host-contended case: a client that fell further behind was overloaded itself (its CPU,
+	// averaged over the drain, can read low), not only delayed by the others.
+	HostContendedRateFloor = 0.9
 )
+
+// OverflowDropAdvice ends the held-arrivals reason: profile's other way out (a tool with no
+// --overflow flag removes it).
+const OverflowDropAdvice = ", or --overflow drop"
 
 // ClientAudit is a case's self-audit: the load generator's own health over the measured
 // phase and whether it shaped the numbers.
@@ -45,9 +53,12 @@ const (
 //   - HostCPUUtilization = host busy CPU seconds / (phase wall seconds × host CPUs), every
 //     process's; OtherCPUUtilization = max(host busy − the process's CPU seconds, 0) / the
 //     same: what other processes took. Null without the host figures (older artifacts, or
-//     no /proc/stat). HostContended: the case is client-limited, other processes took at
-//     least HostContendedShare of the host and the process itself stayed under
-//     ClientCPUCeiling: the host's contention, not the client's own work, delayed it.
+//     no /proc/stat); both at most 1 (/proc/stat counts 10 ms ticks, read at instants a
+//     little apart from the window's). HostContended: the dispatch lag is a reason (arrivals
+//     were sent late, not only held or dropped by the in-flight cap), other processes took
+//     at least HostContendedShare of the host, the process itself stayed under
+//     ClientCPUCeiling, and dispatch kept at least HostContendedRateFloor of the schedule:
+//     the host's contention, more than the client's own work, delayed it.
 //
 // ClientLimited is true when any of Reasons holds: dispatch lag p99 over its bound with at
 // least ClientLateFloor arrivals over it,
@@ -173,9 +184,9 @@ func (a *ClientAudit) healthFrom(h *artifact.ClientHealth, w *artifact.PhaseWind
 		n := h.HostCPUs
 		a.HostCPUs = &n
 		capacity := wall * float64(n)
-		a.HostCPUUtilization = f64Ptr(*h.HostCPUBusySeconds / capacity)
+		a.HostCPUUtilization = f64Ptr(min(*h.HostCPUBusySeconds/capacity, 1))
 		if a.CPUSeconds != nil {
-			a.OtherCPUUtilization = f64Ptr(max(*h.HostCPUBusySeconds-*a.CPUSeconds, 0) / capacity)
+			a.OtherCPUUtilization = f64Ptr(min(max(*h.HostCPUBusySeconds-*a.CPUSeconds, 0)/capacity, 1))
 		}
 	}
 	if h.ReceiveReads > 0 {
@@ -185,7 +196,7 @@ func (a *ClientAudit) healthFrom(h *artifact.ClientHealth, w *artifact.PhaseWind
 
 // judge sets ClientLimited and its reasons.
 func (a *ClientAudit) judge() {
-	if a.DispatchLagP99Ms != nil && *a.DispatchLagP99Ms > a.DispatchLagBoundMs && a.DispatchLagOverBound >= ClientLateFloor {
+	if a.late() {
 		a.Reasons = append(a.Reasons, fmt.Sprintf("dispatch lag p99 %s ms over the %s ms bound, %d arrivals over it",
 			FormatMs(*a.DispatchLagP99Ms), FormatMs(a.DispatchLagBoundMs), a.DispatchLagOverBound))
 	}
@@ -193,7 +204,7 @@ func (a *ClientAudit) judge() {
 		a.Reasons = append(a.Reasons, fmt.Sprintf("dispatched at %.1f%% of the scheduled rate (under %.1f%%)", 100**a.AchievedOverScheduled, 100*ClientRateFloor))
 	}
 	if a.HeldForSlot > 0 {
-		a.Reasons = append(a.Reasons, fmt.Sprintf("%d %s for an in-flight slot (every --max-in-flight slot busy: raise it, or --overflow drop)", a.HeldForSlot, plural(a.HeldForSlot, "arrival waited", "arrivals waited")))
+		a.Reasons = append(a.Reasons, fmt.Sprintf("%d %s for an in-flight slot (every --max-in-flight slot busy: raise it%s)", a.HeldForSlot, plural(a.HeldForSlot, "arrival waited", "arrivals waited"), OverflowDropAdvice))
 	}
 	if a.Dropped > 0 {
 		a.Reasons = append(a.Reasons, fmt.Sprintf("%d %s dropped", a.Dropped, plural(a.Dropped, "arrival", "arrivals")))
@@ -202,8 +213,15 @@ func (a *ClientAudit) judge() {
 		a.Reasons = append(a.Reasons, fmt.Sprintf("client CPU at %.0f%% of its %d CPUs", 100**a.CPUUtilization, *a.CPUs))
 	}
 	a.ClientLimited = len(a.Reasons) > 0
-	a.HostContended = a.ClientLimited && a.OtherCPUUtilization != nil && *a.OtherCPUUtilization >= HostContendedShare &&
-		a.CPUUtilization != nil && *a.CPUUtilization < ClientCPUCeiling
+	a.HostContended = a.late() && a.OtherCPUUtilization != nil && *a.OtherCPUUtilization >= HostContendedShare &&
+		a.CPUUtilization != nil && *a.CPUUtilization < ClientCPUCeiling &&
+		(a.AchievedOverScheduled == nil || *a.AchievedOverScheduled >= HostContendedRateFloor)
+}
+
+// late reports whether the dispatch lag is a reason: its p99 over the bound with at least
+// ClientLateFloor arrivals over it.
+func (a *ClientAudit) late() bool {
+	return a.DispatchLagP99Ms != nil && *a.DispatchLagP99Ms > a.DispatchLagBoundMs && a.DispatchLagOverBound >= ClientLateFloor
 }
 
 // clientLines renders the self-audit: a health line when there is anything to say (an open
@@ -250,7 +268,7 @@ func clientLines(a ClientAudit) []string {
 		lines = append(lines, "  CLIENT-LIMITED: "+strings.Join(a.Reasons, "; "))
 	}
 	if a.HostContended {
-		lines = append(lines, fmt.Sprintf("  HOST-CONTENDED: other processes kept %.0f%% of this host's %d CPUs busy while this client used %.0f%% of its own: the host, more than the client's own work, delayed its dispatch (run it on a quieter host)",
+		lines = append(lines, fmt.Sprintf("  HOST-CONTENDED: other processes kept %.0f%% of this host's %d CPUs busy while this client used %.0f%% of its own: they competed with it for the CPUs and, more than its own work, delayed its dispatch (run it where nothing else runs; a server on this host counts)",
 			100**a.OtherCPUUtilization, *a.HostCPUs, 100**a.CPUUtilization))
 	}
 	return lines

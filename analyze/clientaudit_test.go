@@ -138,7 +138,7 @@ func TestClientAuditHostContention(t *testing.T) {
 	}
 	lines := clientLines(a)
 	if len(lines) != 3 || !strings.HasSuffix(lines[0], ", CPU 8% of 2 CPUs, host CPU 84% of 4 (other processes 80%), GC pauses 0 ms") ||
-		lines[2] != "  HOST-CONTENDED: other processes kept 80% of this host's 4 CPUs busy while this client used 8% of its own: the host, more than the client's own work, delayed its dispatch (run it on a quieter host)" {
+		lines[2] != "  HOST-CONTENDED: other processes kept 80% of this host's 4 CPUs busy while this client used 8% of its own: they competed with it for the CPUs and, more than its own work, delayed its dispatch (run it where nothing else runs; a server on this host counts)" {
 		t.Fatalf("lines %q", lines)
 	}
 	// Others under half the host: not contended.
@@ -156,6 +156,30 @@ func TestClientAuditHostContention(t *testing.T) {
 	}
 	if a := ClientAuditOf(onTime, host(healthWindow(0.2, 0.1, 2, 2, 0, 0, 0), 4, 7.9)); a.ClientLimited || a.HostContended || len(clientLines(a)) != 1 {
 		t.Fatalf("on schedule: %+v", a)
+	}
+	// Limited only by the in-flight cap (arrivals dropped, none sent late): not the host's doing.
+	var capped []Request
+	for i := range 10 {
+		status := StatusOK
+		if i%2 == 1 {
+			status = StatusDropped
+		}
+		capped = append(capped, openRequest(status, float64(10*i), 0.1))
+	}
+	if a := ClientAuditOf(capped, host(healthWindow(0.2, 0.1, 2, 2, 0, 0, 0), 4, 7.9)); !a.ClientLimited || a.HostContended {
+		t.Fatalf("capped: %+v", a)
+	}
+	// Late and far behind the schedule (12% of it): the client was overloaded itself.
+	var behind []Request
+	for i := range 10 {
+		behind = append(behind, openRequest(StatusOK, float64(i), float64(60*i)))
+	}
+	if a := ClientAuditOf(behind, host(healthWindow(0.2, 0.1, 2, 2, 0, 0, 0), 4, 7.9)); !a.ClientLimited || a.HostContended || *a.AchievedOverScheduled >= 0.9 {
+		t.Fatalf("far behind: %+v", a)
+	}
+	// Busy time over the window's capacity (10 ms ticks, other instants): at most 100%.
+	if a := ClientAuditOf(late, host(healthWindow(0.2, 0.1, 2, 2, 0, 0, 0), 4, 8.5)); !near(a.HostCPUUtilization, 1) || !near(a.OtherCPUUtilization, 1) {
+		t.Fatalf("over capacity: %+v", a)
 	}
 	// Busy time under the process's own (counters read at different instants): others 0.
 	if a := ClientAuditOf(late, host(healthWindow(0.2, 0.1, 2, 2, 0, 0, 0), 4, 0.25)); !near(a.OtherCPUUtilization, 0) {

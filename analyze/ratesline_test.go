@@ -59,7 +59,8 @@ func TestRatesLineDrainNote(t *testing.T) {
 func TestDispatchNote(t *testing.T) {
 	const s = int64(1e9)
 	window := Intervals{Rate: NewInterval(KindScheduledWindow, 0, 2*s, CohortArrival)}
-	behind := ClientAudit{AchievedRatePerSecond: f64Ptr(2793.4), AchievedOverScheduled: f64Ptr(0.5587)}
+	behind := ClientAudit{AchievedRatePerSecond: f64Ptr(2793.4), AchievedOverScheduled: f64Ptr(0.5587),
+		DispatchLagP99Ms: f64Ptr(1568), DispatchLagBoundMs: 1, DispatchLagOverBound: 9958}
 	want := "; sends fell behind the schedule, dispatched at 2793.40 req/s (55.9% of the scheduled rate): the requests sent late count in the rates, which divide by the window alone, so they are the schedule's, not what reached the server"
 	if got := dispatchNote(window, behind); got != want {
 		t.Fatalf("behind:\ngot  %q\nwant %q", got, want)
@@ -71,6 +72,9 @@ func TestDispatchNote(t *testing.T) {
 		"measured span": dispatchNote(span, behind),
 		"no figures":    dispatchNote(window, ClientAudit{}),
 		"no interval":   dispatchNote(Intervals{}, behind),
+		// Under the schedule because the in-flight cap dropped arrivals: nothing was sent late.
+		"dropped, none late": dispatchNote(window, ClientAudit{AchievedRatePerSecond: f64Ptr(26.64), AchievedOverScheduled: f64Ptr(0.266),
+			DispatchLagP99Ms: f64Ptr(0.366), DispatchLagBoundMs: 1, Dropped: 146}),
 	} {
 		if got != "" {
 			t.Errorf("%s: %q", name, got)

@@ -47,6 +47,9 @@ type ShardAudit struct {
 	// and window) finds client-limited on this shard, [] when none.
 	CPUUtilization     *float64 `json:"cpu_utilization"`
 	ClientLimitedCases []string `json:"client_limited_cases"`
+	// HostContendedCases are those of them its self-audit finds host-contended (other
+	// processes kept its host busy: ClientAudit.HostContended), [] when none.
+	HostContendedCases []string `json:"host_contended_cases"`
 	// MissingWindows are the "case/phase" windows another shard wrote and this one did not.
 	MissingWindows []string `json:"missing_windows"`
 	// Truncated says its last line was cut short (and ignored).
@@ -137,7 +140,7 @@ func auditShards(shards []*Input) []ShardAudit {
 // selfAudit sets the shard's CPU utilisation and client-limited cases from its measured
 // windows and requests.
 func (au *ShardAudit) selfAudit(s *Input) {
-	au.ClientLimitedCases = []string{}
+	au.ClientLimitedCases, au.HostContendedCases = []string{}, []string{}
 	for i := range s.Artifact.PhaseWindows {
 		w := &s.Artifact.PhaseWindows[i]
 		if w.Phase != artifact.PhaseMeasured {
@@ -150,8 +153,12 @@ func (au *ShardAudit) selfAudit(s *Input) {
 		if c.ClientLimited {
 			au.ClientLimitedCases = append(au.ClientLimitedCases, w.CaseID)
 		}
+		if c.HostContended {
+			au.HostContendedCases = append(au.HostContendedCases, w.CaseID)
+		}
 	}
 	sort.Strings(au.ClientLimitedCases)
+	sort.Strings(au.HostContendedCases)
 }
 
 // shardsReport is the report's shards block of a merged input (nil for any other).
@@ -297,6 +304,9 @@ func renderShards(b io.Writer, r *ShardsReport) {
 		}
 		if len(a.ClientLimitedCases) > 0 {
 			line += ", client-limited in " + strings.Join(a.ClientLimitedCases, ", ")
+		}
+		if len(a.HostContendedCases) > 0 {
+			line += ", its host contended in " + strings.Join(a.HostContendedCases, ", ")
 		}
 		if a.ClockOffsetNS != nil {
 			line += fmt.Sprintf(", clock offset %+.3f ms ± %.3f ms", float64(*a.ClockOffsetNS)/1e6, float64(*a.ClockUncertaintyNS)/1e6)

@@ -164,3 +164,56 @@ func TestShardProblems(t *testing.T) {
 		t.Fatalf("died mid-run:\n%q\nwant\n%q", p, want)
 	}
 }
+
+// A shard whose own audit finds its host contended names the case; the merged window's
+// client health is the shards' together (CPU and CPUs summed, the worst shard's GC), without
+// host figures (shards may share a host).
+func TestShardHostContentionAndMergedHealth(t *testing.T) {
+	part := func(k int64, busy float64, pause float64) *Input {
+		w := artifact.PhaseWindow{SessionID: "s", CaseID: "c", Phase: artifact.PhaseMeasured,
+			StartedAtNS: artifact.Ptr(int64(0)), DrainedAtNS: artifact.Ptr(int64(2e9)),
+			ClientHealth: &artifact.ClientHealth{CPUUserSeconds: artifact.Ptr(0.2), CPUSystemSeconds: artifact.Ptr(0.1), CPUs: 2,
+				GCCycles: k + 1, GCPauseSeconds: pause, HostCPUs: 2, HostCPUBusySeconds: artifact.Ptr(busy)}}
+		a := &artifact.Artifact{Path: "s" + string(rune('0'+k)), Sessions: []artifact.Session{{SessionID: "s", Status: artifact.StatusCompleted}},
+			Workload:     &artifact.Workload{WorkloadDigest: "d", Shard: &artifact.ShardInfo{Shard: k, Shards: 2, RunID: "r"}},
+			PhaseWindows: []artifact.PhaseWindow{w}}
+		var reqs []Request
+		for i := k; i < 6; i += 2 {
+			r := openRequest(StatusOK, float64(10*i), 3) // every arrival 3 ms late
+			r.SessionID, r.CaseID, r.Phase, r.RequestIndex, r.Shard = "s", "c", artifact.PhaseMeasured, artifact.Ptr(i), artifact.Ptr(k)
+			r.StartedAtNS, r.EndedAtNS = artifact.Ptr(int64(1e6*(10*i+3))), artifact.Ptr(int64(1e6*(10*i+20)))
+			reqs = append(reqs, r)
+		}
+		return &Input{Artifact: a, Cases: map[string][]Request{"c": reqs}, RequestRecords: len(reqs)}
+	}
+	// Shard 0's host: 3.5 of 4 CPU-s busy, 3.2 of them others'; shard 1's: 0.5.
+	in, err := MergeShards([]*Input{part(0, 3.5, 0.004), part(1, 0.5, 0.001)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s0, s1 := in.Shards[0], in.Shards[1]
+	if !slices.Equal(s0.HostContendedCases, []string{"c"}) || len(s1.HostContendedCases) != 0 ||
+		!slices.Equal(s1.ClientLimitedCases, []string{"c"}) {
+		t.Fatalf("audits %+v / %+v", s0, s1)
+	}
+	var b strings.Builder
+	renderShards(&b, shardsReport(in))
+	if !strings.Contains(b.String(), "shard 0: completed, 3 requests (3 measured, 0 failed, 0 dropped), dispatch lag p50 3.000 ms p99 3.000 ms max 3.000 ms, client CPU 8%, client-limited in c, its host contended in c\n") {
+		t.Fatalf("text:\n%s", b.String())
+	}
+	h := windowOfCase(in, "c").ClientHealth
+	if h == nil || *h.CPUUserSeconds != 0.4 || !near(h.CPUSystemSeconds, 0.2) || h.CPUs != 4 || h.GCCycles != 1 || h.GCPauseSeconds != 0.004 ||
+		h.HostCPUs != 0 || h.HostCPUBusySeconds != nil {
+		t.Fatalf("merged health %+v", h)
+	}
+}
+
+// windowOfCase is the merged measured window of case c.
+func windowOfCase(in *Input, c string) *artifact.PhaseWindow {
+	for i := range in.Artifact.PhaseWindows {
+		if w := &in.Artifact.PhaseWindows[i]; w.CaseID == c && w.Phase == artifact.PhaseMeasured {
+			return w
+		}
+	}
+	return nil
+}

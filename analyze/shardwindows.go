@@ -82,11 +82,45 @@ func mergeWindow(ws []*artifact.PhaseWindow, n int) artifact.PhaseWindow {
 		m.ScheduledArrivals = &scheduled
 	}
 	m.AbandonedRequests = ab
+	m.ClientHealth = mergeHealth(ws)
 	if !complete {
 		m.DrainedAtNS = nil
 		m.ScheduledArrivals = nil // the missing shard's share is unknown: a partial sum would mislead
 	}
 	return m
+}
+
+// mergeHealth is the client health of the shards' windows as one client's: CPU seconds,
+// CPUs (each shard's GOMAXPROCS) and reads summed, so that the merged utilisation is their
+// total CPU over the merged window × their total CPUs; the GC figures are the shard's with
+// the most pause time (a pause stops one process, not the others). The host figures are
+// left out (0 and null): shards on one host would count its busy time once per shard, and
+// each shard's own audit reads its host. Nil when a window has none.
+func mergeHealth(ws []*artifact.PhaseWindow) *artifact.ClientHealth {
+	var m artifact.ClientHealth
+	cpuKnown := true
+	var user, sys float64
+	for _, w := range ws {
+		h := w.ClientHealth
+		if h == nil {
+			return nil
+		}
+		m.CPUs += h.CPUs
+		if h.GCPauseSeconds >= m.GCPauseSeconds {
+			m.GCCycles, m.GCPauseSeconds = h.GCCycles, h.GCPauseSeconds
+		}
+		m.ReceiveReads += h.ReceiveReads
+		m.ReceiveStampedReads += h.ReceiveStampedReads
+		if h.CPUUserSeconds == nil || h.CPUSystemSeconds == nil {
+			cpuKnown = false
+			continue
+		}
+		user, sys = user+*h.CPUUserSeconds, sys+*h.CPUSystemSeconds
+	}
+	if cpuKnown {
+		m.CPUUserSeconds, m.CPUSystemSeconds = &user, &sys
+	}
+	return &m
 }
 
 // minPtr and maxPtr are the smaller and larger of two times; null when either is null.

@@ -271,13 +271,15 @@ func drainNote(iv Intervals) string {
 }
 
 // dispatchNote warns, when the rate interval is an open loop's scheduled window and the
-// client dispatched under ClientRateFloor of the scheduled rate (its self-audit's figure),
+// client dispatched late (its dispatch lag a self-audit reason) and under ClientRateFloor of
+// the scheduled rate (arrivals dropped by the in-flight cap lower that rate too, but send
+// nothing late),
 // that the rates are the schedule's: the requests sent late still count, over the window
 // alone, so the request rate reads as what was scheduled, not what reached the server; ""
 // otherwise.
 func dispatchNote(iv Intervals, a ClientAudit) string {
 	if iv.Rate == nil || iv.Rate.Kind != KindScheduledWindow || a.AchievedOverScheduled == nil ||
-		*a.AchievedOverScheduled >= ClientRateFloor || a.AchievedRatePerSecond == nil {
+		*a.AchievedOverScheduled >= ClientRateFloor || a.AchievedRatePerSecond == nil || !a.late() {
 		return ""
 	}
 	return fmt.Sprintf("; sends fell behind the schedule, dispatched at %.2f req/s (%.1f%% of the scheduled rate): the requests sent late count in the rates, which divide by the window alone, so they are the schedule's, not what reached the server",

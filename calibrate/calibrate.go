@@ -92,7 +92,7 @@ type Result struct {
 // Run calibrates. Errors: bad options, the engine does not start, a step's run fails or its
 // artifact cannot be analysed, ctx ends (the steps so far are returned with the error).
 func Run(ctx context.Context, o Options) (*Result, error) {
-	if err := o.defaults(); err != nil {
+	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	dir, cleanup, err := o.dir()
@@ -116,8 +116,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return res, err
 }
 
-// defaults fills the zero options and checks the rest.
-func (o *Options) defaults() error {
+// Validate fills the zero options with their defaults and checks the rest; its errors wrap
+// ErrOptions. Run calls it; a caller may call it first, to refuse options before anything
+// is printed.
+func (o *Options) Validate() error {
 	def := func(v *float64, d float64) {
 		if *v == 0 {
 			*v = d

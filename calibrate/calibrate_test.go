@@ -83,13 +83,13 @@ func TestOptionsRefused(t *testing.T) {
 		{StartRate: -1}, {StartRate: 10, MaxRate: 5}, {Step: time.Millisecond}, {Gap: time.Microsecond}, {MaxInFlight: -1, InputTokens: 1},
 		{StartRate: 99, Step: 100 * time.Millisecond}, {OutputTokens: 1501, Gap: 10 * time.Millisecond}, {OutputTokens: 1 << 62, Gap: time.Hour},
 	} {
-		if err := o.defaults(); !errors.Is(err, ErrOptions) {
+		if err := o.Validate(); !errors.Is(err, ErrOptions) {
 			t.Errorf("%+v: %v, want ErrOptions", o, err)
 		}
 	}
 	// At the bounds: 10 arrivals a step, a stream of half the timeout.
 	for _, o := range []Options{{StartRate: 100, Step: 100 * time.Millisecond}, {OutputTokens: 1500, Gap: 10 * time.Millisecond}} {
-		if err := o.defaults(); err != nil {
+		if err := o.Validate(); err != nil {
 			t.Errorf("%+v refused: %v", o, err)
 		}
 	}

@@ -84,6 +84,9 @@ artifact already there is replaced.`,
 					return usageErrorf("--output %s: %v", o.Dir, err)
 				}
 			}
+			if err := o.Validate(); err != nil {
+				return usageErrorf("%v", err)
+			}
 			fmt.Fprintf(out, "Calibrating against the embedded engine: %d-token prompts, %d output tokens, %g ms between chunks, %g s per step\n",
 				o.InputTokens, o.OutputTokens, gap, step)
 			o.Progress = func(s calibrate.Step) { fmt.Fprintln(out, stepLine(s)) }
@@ -130,7 +133,11 @@ func stepLine(s calibrate.Step) string {
 	a := s.Audit
 	var parts []string
 	if a.DispatchLagP99Ms != nil {
-		parts = append(parts, "dispatch lag p99 "+analyze.FormatMs(*a.DispatchLagP99Ms)+" ms")
+		lag := "dispatch lag p99 " + analyze.FormatMs(*a.DispatchLagP99Ms) + " ms"
+		if a.DispatchLagOverBound > 0 {
+			lag += fmt.Sprintf(" (%d over the %s ms bound)", a.DispatchLagOverBound, analyze.FormatMs(a.DispatchLagBoundMs))
+		}
+		parts = append(parts, lag)
 	}
 	if a.AchievedOverScheduled != nil {
 		parts = append(parts, fmt.Sprintf("%.1f%% of schedule", 100**a.AchievedOverScheduled))
@@ -167,7 +174,11 @@ func verdict(s calibrate.Step) string {
 	if !s.Audit.ClientLimited {
 		return "failed (" + strings.Join(failed, "; ") + ")"
 	}
-	return "client-limited (" + strings.Join(append(append([]string(nil), s.Audit.Reasons...), failed...), "; ") + ")"
+	var reasons []string
+	for _, r := range s.Audit.Reasons {
+		reasons = append(reasons, strings.Replace(r, analyze.OverflowDropAdvice, "", 1)) // calibrate always waits
+	}
+	return "client-limited (" + strings.Join(append(reasons, failed...), "; ") + ")"
 }
 
 // plural is one or many by n.

@@ -86,9 +86,9 @@ func TestCalibrateFlags(t *testing.T) {
 		{[]string{"--start-rate", "1", "--step-seconds", "0.1", "--max-rate", "2"}, "schedules 0.1 arrivals, under the 10 a step needs"},
 		{[]string{"--output-tokens", "40", "--gap-ms", "1000"}, "40 output tokens 1s apart keep a stream open 40 s, over half the 30s request timeout"},
 	} {
-		code, _, stderr := runCLI(t, append([]string{"calibrate"}, c.args...)...)
-		if code != exitUsage || !strings.Contains(stderr, c.want) {
-			t.Errorf("%v: exit %d, stderr %q", c.args, code, stderr)
+		code, stdout, stderr := runCLI(t, append([]string{"calibrate"}, c.args...)...)
+		if code != exitUsage || !strings.Contains(stderr, c.want) || stdout != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", c.args, code, stdout, stderr)
 		}
 	}
 }
@@ -115,6 +115,9 @@ func TestCalibrateVerdicts(t *testing.T) {
 		{calibrate.Step{Failed: 3}, "failed (3 requests failed)"},
 		{calibrate.Step{Audit: limited}, "client-limited (dispatch lag p99 4.44 ms over the 1 ms bound)"},
 		{calibrate.Step{Audit: limited, Failed: 2}, "client-limited (dispatch lag p99 4.44 ms over the 1 ms bound; 2 requests failed)"},
+		// calibrate has no --overflow: the held reason keeps only its own advice.
+		{calibrate.Step{Audit: analyze.ClientAuditOf([]analyze.Request{heldRequest()}, nil)},
+			"client-limited (1 arrival waited for an in-flight slot (every --max-in-flight slot busy: raise it))"},
 	} {
 		if got := verdict(c.step); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.step, got, c.want)
@@ -139,6 +142,10 @@ func TestCalibrateVerdicts(t *testing.T) {
 			t.Errorf("%+v: %v %q, want %q", c.step, err, b.String(), want)
 		}
 	}
+	late := calibrate.Step{RatePerSecond: 100, Clean: true, Audit: analyze.ClientAudit{DispatchLagP99Ms: ptrTo(2.81), DispatchLagBoundMs: 1, DispatchLagOverBound: 1}}
+	if got := stepLine(late); got != "     100 req/s: clean; dispatch lag p99 2.81 ms (1 over the 1 ms bound)" {
+		t.Errorf("step line %q", got)
+	}
 	one, rate, failedAt := int64(1), 100.0, 200.0
 	var b strings.Builder
 	res := &calibrate.Result{Steps: []calibrate.Step{{RatePerSecond: 100, Clean: true}, {RatePerSecond: 200, Failed: 4}},
@@ -149,3 +156,10 @@ func TestCalibrateVerdicts(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// heldRequest is a measured open-loop request that waited for an in-flight slot.
+func heldRequest() analyze.Request {
+	var r analyze.Request
+	r.Status, r.ArrivalMode, r.HeldForSlot = analyze.StatusOK, analyze.ModeFixedRate, ptrTo(true)
+	return r
+}
