@@ -54,8 +54,10 @@ const OverflowDropAdvice = ", or --overflow drop"
 //     process's; OtherCPUUtilization = max(host busy − the process's CPU seconds, 0) / the
 //     same: what other processes took. Null without the host figures (older artifacts, or
 //     no /proc/stat); both at most 1 (/proc/stat counts 10 ms ticks, read at instants a
-//     little apart from the window's). HostContended: the dispatch lag is a reason (arrivals
-//     were sent late, not only held or dropped by the in-flight cap), other processes took
+//     little apart from the window's). UnheldSent counts the open-loop arrivals sent without
+//     waiting for a slot, LateUnheld those of them over the lag bound. HostContended: those
+//     arrivals were late (at least ClientLateFloor and over 1% of them: a held arrival's lag
+//     is the in-flight cap's doing), other processes took
 //     at least HostContendedShare of the host, the process itself stayed under
 //     ClientCPUCeiling, and dispatch kept at least HostContendedRateFloor of the schedule:
 //     the host's contention, more than the client's own work, delayed it.
@@ -83,6 +85,8 @@ type ClientAudit struct {
 	HostCPUUtilization     *float64 `json:"host_cpu_utilization"`
 	OtherCPUUtilization    *float64 `json:"other_cpu_utilization"`
 	HostContended          bool     `json:"host_contended"`
+	UnheldSent             int      `json:"unheld_sent"`
+	LateUnheld             int      `json:"late_unheld"`
 	GCCycles               *int64   `json:"gc_cycles"`
 	GCPauseSeconds         *float64 `json:"gc_pause_seconds"`
 	GCPauseShare           *float64 `json:"gc_pause_share"`
@@ -121,8 +125,15 @@ func (a *ClientAudit) scheduleFrom(requests []Request) {
 			continue
 		}
 		lags = append(lags, *r.DispatchLagMS)
+		held := heldForSlot(r)
+		if !held {
+			a.UnheldSent++
+		}
 		if *r.DispatchLagMS > a.DispatchLagBoundMs {
 			a.DispatchLagOverBound++
+			if !held {
+				a.LateUnheld++
+			}
 		}
 		dispatched.add(float64(*r.IntendedAtNS) + *r.DispatchLagMS*1e6)
 	}
@@ -213,7 +224,7 @@ func (a *ClientAudit) judge() {
 		a.Reasons = append(a.Reasons, fmt.Sprintf("client CPU at %.0f%% of its %d CPUs", 100**a.CPUUtilization, *a.CPUs))
 	}
 	a.ClientLimited = len(a.Reasons) > 0
-	a.HostContended = a.late() && a.OtherCPUUtilization != nil && *a.OtherCPUUtilization >= HostContendedShare &&
+	a.HostContended = a.lateUnheld() && a.OtherCPUUtilization != nil && *a.OtherCPUUtilization >= HostContendedShare &&
 		a.CPUUtilization != nil && *a.CPUUtilization < ClientCPUCeiling &&
 		(a.AchievedOverScheduled == nil || *a.AchievedOverScheduled >= HostContendedRateFloor)
 }
@@ -222,6 +233,13 @@ func (a *ClientAudit) judge() {
 // ClientLateFloor arrivals over it.
 func (a *ClientAudit) late() bool {
 	return a.DispatchLagP99Ms != nil && *a.DispatchLagP99Ms > a.DispatchLagBoundMs && a.DispatchLagOverBound >= ClientLateFloor
+}
+
+// lateUnheld is late for the arrivals that found a slot free: at least ClientLateFloor of
+// them, and more than 1% (their p99), over the bound. A held arrival's lag is its wait for
+// a slot, the in-flight cap's doing, not the host's.
+func (a *ClientAudit) lateUnheld() bool {
+	return a.LateUnheld >= ClientLateFloor && float64(a.LateUnheld) > 0.01*float64(a.UnheldSent)
 }
 
 // clientLines renders the self-audit: a health line when there is anything to say (an open

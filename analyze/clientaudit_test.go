@@ -133,7 +133,8 @@ func TestClientAuditHostContention(t *testing.T) {
 	}
 	// 2 s × 4 host CPUs = 8 CPU-s; the process 0.3 s, the host 6.7 s busy: others 6.4 s.
 	a := ClientAuditOf(late, host(healthWindow(0.2, 0.1, 2, 2, 0, 0, 0), 4, 6.7))
-	if !a.ClientLimited || !a.HostContended || *a.HostCPUs != 4 || !near(a.HostCPUUtilization, 6.7/8) || !near(a.OtherCPUUtilization, 0.8) {
+	if !a.ClientLimited || !a.HostContended || *a.HostCPUs != 4 || !near(a.HostCPUUtilization, 6.7/8) || !near(a.OtherCPUUtilization, 0.8) ||
+		a.UnheldSent != 10 || a.LateUnheld != 10 {
 		t.Fatalf("audit %+v", a)
 	}
 	lines := clientLines(a)
@@ -168,6 +169,17 @@ func TestClientAuditHostContention(t *testing.T) {
 	}
 	if a := ClientAuditOf(capped, host(healthWindow(0.2, 0.1, 2, 2, 0, 0, 0), 4, 7.9)); !a.ClientLimited || a.HostContended {
 		t.Fatalf("capped: %+v", a)
+	}
+	// Late only while held for a slot (the in-flight cap's wait): not the host's doing.
+	var heldLate []Request
+	for i := range 10 {
+		r := openRequest(StatusOK, float64(10*i), 128)
+		r.HeldForSlot = artifact.Ptr(i > 0)
+		heldLate = append(heldLate, r)
+	}
+	if a := ClientAuditOf(heldLate, host(healthWindow(0.2, 0.1, 2, 2, 0, 0, 0), 4, 7.9)); !a.ClientLimited || a.HostContended ||
+		a.UnheldSent != 1 || a.LateUnheld != 1 || a.DispatchLagOverBound != 10 {
+		t.Fatalf("held late: %+v", a)
 	}
 	// Late and far behind the schedule (12% of it): the client was overloaded itself.
 	var behind []Request

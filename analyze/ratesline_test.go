@@ -72,6 +72,9 @@ func TestDispatchNote(t *testing.T) {
 		"measured span": dispatchNote(span, behind),
 		"no figures":    dispatchNote(window, ClientAudit{}),
 		"no interval":   dispatchNote(Intervals{}, behind),
+		// Late sends, but drops account for the shortfall.
+		"dropped, a few late": dispatchNote(window, ClientAudit{AchievedRatePerSecond: f64Ptr(6.9), AchievedOverScheduled: f64Ptr(0.069),
+			DispatchLagP99Ms: f64Ptr(5.51), DispatchLagBoundMs: 1, DispatchLagOverBound: 3, Dropped: 186}),
 		// Under the schedule because the in-flight cap dropped arrivals: nothing was sent late.
 		"dropped, none late": dispatchNote(window, ClientAudit{AchievedRatePerSecond: f64Ptr(26.64), AchievedOverScheduled: f64Ptr(0.266),
 			DispatchLagP99Ms: f64Ptr(0.366), DispatchLagBoundMs: 1, Dropped: 146}),

@@ -84,6 +84,7 @@ func mergeWindow(ws []*artifact.PhaseWindow, n int) artifact.PhaseWindow {
 	m.AbandonedRequests = ab
 	m.ClientHealth = mergeHealth(ws)
 	if !complete {
+		m.ClientHealth = nil // the missing shard's CPU is unknown: a partial sum would read as the whole
 		m.DrainedAtNS = nil
 		m.ScheduledArrivals = nil // the missing shard's share is unknown: a partial sum would mislead
 	}

@@ -271,15 +271,15 @@ func drainNote(iv Intervals) string {
 }
 
 // dispatchNote warns, when the rate interval is an open loop's scheduled window and the
-// client dispatched late (its dispatch lag a self-audit reason) and under ClientRateFloor of
-// the scheduled rate (arrivals dropped by the in-flight cap lower that rate too, but send
-// nothing late),
+// client dispatched late (its dispatch lag a self-audit reason), under ClientRateFloor of
+// the scheduled rate, and dropped nothing (drops lower the dispatch rate too, and then
+// explain it: the requests they leave out are not in the rates),
 // that the rates are the schedule's: the requests sent late still count, over the window
 // alone, so the request rate reads as what was scheduled, not what reached the server; ""
 // otherwise.
 func dispatchNote(iv Intervals, a ClientAudit) string {
 	if iv.Rate == nil || iv.Rate.Kind != KindScheduledWindow || a.AchievedOverScheduled == nil ||
-		*a.AchievedOverScheduled >= ClientRateFloor || a.AchievedRatePerSecond == nil || !a.late() {
+		*a.AchievedOverScheduled >= ClientRateFloor || a.AchievedRatePerSecond == nil || !a.late() || a.Dropped > 0 {
 		return ""
 	}
 	return fmt.Sprintf("; sends fell behind the schedule, dispatched at %.2f req/s (%.1f%% of the scheduled rate): the requests sent late count in the rates, which divide by the window alone, so they are the schedule's, not what reached the server",

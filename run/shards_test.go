@@ -158,6 +158,9 @@ func checkMerged(t *testing.T, mode, single string, paths []string) {
 		}
 	}
 	wantWin, gotWin := windowOf(one.Artifact, loadgen.PhaseMeasured), windowOf(merged.Artifact, loadgen.PhaseMeasured)
+	if h := gotWin.ClientHealth; h == nil || h.CPUs != 3*wantWin.ClientHealth.CPUs || h.CPUUserSeconds == nil || h.HostCPUBusySeconds != nil {
+		t.Fatalf("merged client health %+v: want the three shards' CPUs and CPU time, no host figures", h)
+	}
 	if *gotWin.PromptsDigest != *wantWin.PromptsDigest {
 		t.Fatal("merged prompts_digest differs from the single host's")
 	}
@@ -381,6 +384,9 @@ func TestKilledShardIsNamed(t *testing.T) {
 	}
 	if rep.Summary.SessionClosed {
 		t.Fatal("a merge with a shard that never closed reads as closed")
+	}
+	if w := windowOf(merged.Artifact, loadgen.PhaseMeasured); w.ClientHealth != nil {
+		t.Fatalf("merged client health %+v without the killed shard's", w.ClientHealth)
 	}
 	var txt bytes.Buffer
 	analyze.RenderText(&txt, rep)
