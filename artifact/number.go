@@ -101,7 +101,7 @@ func (r Range) quantity(v float64) string {
 	if r.Unit == "" {
 		return s
 	}
-	s += " " + r.Unit
+	s += " " + unitFor(v, r.Unit)
 	secs := v
 	switch r.Unit {
 	case "milliseconds":
@@ -114,6 +114,22 @@ func (r Range) quantity(v float64) string {
 		s += " (" + h + ")"
 	}
 	return s
+}
+
+// unitFor is unit as it reads after v: its first word without its plural s when v is 1
+// ("1 token", "1 request per second"), as given otherwise.
+func unitFor(v float64, unit string) string {
+	if v != 1 {
+		return unit
+	}
+	word, rest, spaced := strings.Cut(unit, " ")
+	if len(word) < 2 || !strings.HasSuffix(word, "s") {
+		return unit
+	}
+	if word = strings.TrimSuffix(word, "s"); spaced {
+		return word + " " + rest
+	}
+	return word
 }
 
 // readableSeconds is secs in the largest whole unit among days, h, min (from a minute up)

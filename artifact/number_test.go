@@ -29,6 +29,10 @@ func TestRangeCheckMessages(t *testing.T) {
 		{"hours max", Range{Min: 0.1, Max: 3600, Unit: "seconds"}, 4000, "must be at most 3600 seconds (1 h), not 4000"},
 		{"minutes", Range{Max: 600, Unit: "seconds"}, 601, "must be at most 600 seconds (10 min), not 601"},
 		{"plain", Range{Min: 0, Max: 1, Unit: ""}, 2, "must be at most 1, not 2"},
+		{"one token", Range{Min: 1, Max: 100000, Unit: "tokens"}, 0, "must be at least 1 token, not 0"},
+		{"one request per second", Range{Min: 1, Max: 10, Unit: "requests per second"}, 0.5, "must be at least 1 request per second, not 0.5"},
+		{"one second", Range{Min: 1, Max: 10, Unit: "seconds"}, 0.5, "must be at least 1 second, not 0.5"},
+		{"two tokens", Range{Min: 2, Max: 10, Unit: "tokens"}, 1, "must be at least 2 tokens, not 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.r.Check(tc.v)
