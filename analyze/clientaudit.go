@@ -215,10 +215,10 @@ func (a *ClientAudit) judge() {
 		a.Reasons = append(a.Reasons, fmt.Sprintf("dispatched at %.1f%% of the scheduled rate (under %.1f%%)", 100**a.AchievedOverScheduled, 100*ClientRateFloor))
 	}
 	if a.HeldForSlot > 0 {
-		a.Reasons = append(a.Reasons, fmt.Sprintf("%d %s for an in-flight slot (every --max-in-flight slot busy: raise it%s)", a.HeldForSlot, plural(a.HeldForSlot, "arrival waited", "arrivals waited"), OverflowDropAdvice))
+		a.Reasons = append(a.Reasons, fmt.Sprintf("%d %s for an in-flight slot (every --max-in-flight slot busy: raise it%s)", a.HeldForSlot, Plural(a.HeldForSlot, "arrival waited", "arrivals waited"), OverflowDropAdvice))
 	}
 	if a.Dropped > 0 {
-		a.Reasons = append(a.Reasons, fmt.Sprintf("%d %s dropped", a.Dropped, plural(a.Dropped, "arrival", "arrivals")))
+		a.Reasons = append(a.Reasons, fmt.Sprintf("%d %s dropped", a.Dropped, Plural(a.Dropped, "arrival", "arrivals")))
 	}
 	if a.CPUUtilization != nil && a.CPUs != nil && *a.CPUUtilization >= ClientCPUCeiling {
 		a.Reasons = append(a.Reasons, fmt.Sprintf("client CPU at %.0f%% of its %d CPUs", 100**a.CPUUtilization, *a.CPUs))

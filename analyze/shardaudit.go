@@ -213,7 +213,7 @@ func startSkewProblems(shards []ShardAudit) []string {
 		}
 		also := ""
 		if len(others) > 0 {
-			also = fmt.Sprintf(" (%s %s also started after it had ended)", plural(len(others), "shard", "shards"), strings.Join(others, ", "))
+			also = fmt.Sprintf(" (%s %s also started after it had ended)", Plural(len(others), "shard", "shards"), strings.Join(others, ", "))
 		}
 		why := "the shards ran one after another"
 		fix := "start the shards together, with --coordinator"
@@ -269,9 +269,9 @@ func shardProblems(a *ShardAudit) []string {
 	var out []string
 	cutClose := a.Status == "not_closed" && a.Truncated && len(a.MissingWindows) == 0
 	if cutClose {
-		out = append(out, fmt.Sprintf("shard %d (%s) has no closing infer.session record and its last line was cut short (most likely that record): every phase window it owed is here, so none of its %d %s is missing, but the merged session reads as not closed", a.Shard, a.Path, a.RequestRecords, plural(a.RequestRecords, "request", "requests")))
+		out = append(out, fmt.Sprintf("shard %d (%s) has no closing infer.session record and its last line was cut short (most likely that record): every phase window it owed is here, so none of its %d %s is missing, but the merged session reads as not closed", a.Shard, a.Path, a.RequestRecords, Plural(a.RequestRecords, "request", "requests")))
 	} else if a.Status == "not_closed" {
-		out = append(out, fmt.Sprintf("shard %d (%s) has no closing infer.session record: it stopped mid-run after recording %d %s (%d measured); its unsent arrivals are missing from the merged run", a.Shard, a.Path, a.RequestRecords, plural(a.RequestRecords, "request", "requests"), a.MeasuredRequests))
+		out = append(out, fmt.Sprintf("shard %d (%s) has no closing infer.session record: it stopped mid-run after recording %d %s (%d measured); its unsent arrivals are missing from the merged run", a.Shard, a.Path, a.RequestRecords, Plural(a.RequestRecords, "request", "requests"), a.MeasuredRequests))
 	} else if a.Status != artifact.StatusCompleted {
 		out = append(out, fmt.Sprintf("shard %d (%s) ended %s", a.Shard, a.Path, a.Status))
 	}

@@ -82,9 +82,10 @@ func mergeWindow(ws []*artifact.PhaseWindow, n int) artifact.PhaseWindow {
 		m.ScheduledArrivals = &scheduled
 	}
 	m.AbandonedRequests = ab
-	m.ClientHealth = mergeHealth(ws)
-	if !complete {
-		m.ClientHealth = nil // the missing shard's CPU is unknown: a partial sum would read as the whole
+	m.ClientHealth = nil // the missing shard's CPU is unknown: a partial sum would read as the whole
+	if complete {
+		m.ClientHealth = mergeHealth(ws)
+	} else {
 		m.DrainedAtNS = nil
 		m.ScheduledArrivals = nil // the missing shard's share is unknown: a partial sum would mislead
 	}

@@ -40,8 +40,8 @@ func RenderText(w io.Writer, r *Report) error {
 		fmt.Fprintf(b, "  %d× %s\n", fr.Count, FailureReasonText(fr))
 	}
 	if s.FailureReasonsOmitted > 0 {
-		fmt.Fprintf(b, "  … and %d more %s (%d %s)\n", s.FailureReasonsOmitted, plural(s.FailureReasonsOmitted, "reason", "reasons"),
-			s.FailedRequestsOmitted, plural(s.FailedRequestsOmitted, "request", "requests"))
+		fmt.Fprintf(b, "  … and %d more %s (%d %s)\n", s.FailureReasonsOmitted, Plural(s.FailureReasonsOmitted, "reason", "reasons"),
+			s.FailedRequestsOmitted, Plural(s.FailedRequestsOmitted, "request", "requests"))
 	}
 	if s.FailureRate != nil {
 		fmt.Fprintf(b, "Failure rate: %.2f%%\n", *s.FailureRate*100)

@@ -99,7 +99,7 @@ func observationsText(obs map[string]any) string {
 		if !ok || o == nil || o.MaximumRecordedBytes == nil {
 			return
 		}
-		out = append(out, fmt.Sprintf("%s %s (%d %s)", words, bytesText(*o.MaximumRecordedBytes), o.ValidSamples, plural(o.ValidSamples, "sample", "samples")))
+		out = append(out, fmt.Sprintf("%s %s (%d %s)", words, bytesText(*o.MaximumRecordedBytes), o.ValidSamples, Plural(o.ValidSamples, "sample", "samples")))
 	}
 	for _, w := range memoryWords {
 		add(w.metric, w.words)

@@ -67,7 +67,7 @@ func RenderVLLMSummary(w io.Writer, b *VLLMBlock, spans *SpanCounts) error {
 	}
 	lines := []string{line + "engine-aggregate, no per-request attribution"}
 	if n := len(e.Epochs) - 1; n > 0 {
-		lines = append(lines, fmt.Sprintf("vLLM telemetry: the server restarted %d %s during the run", n, plural(n, "time", "times")))
+		lines = append(lines, fmt.Sprintf("vLLM telemetry: the server restarted %d %s during the run", n, Plural(n, "time", "times")))
 	}
 	if len(e.DeprecatedSeries) > 0 {
 		names := make([]string, len(e.DeprecatedSeries))
@@ -128,7 +128,7 @@ func enginesText(engines []string) string {
 	for i, e := range engines {
 		labels[i] = strconv.Quote(e)
 	}
-	return fmt.Sprintf("%d %s (engine=%s)", len(engines), plural(len(engines), "engine", "engines"), strings.Join(labels, ", "))
+	return fmt.Sprintf("%d %s (engine=%s)", len(engines), Plural(len(engines), "engine", "engines"), strings.Join(labels, ", "))
 }
 
 // engineOrder sorts engine labels numerically where they are numbers.
@@ -321,7 +321,9 @@ func groupDigits(s string) string {
 	return b.String()
 }
 
-func plural(n int, one, many string) string {
+// Plural is one when n is 1 and many otherwise: the noun after a count ("1 request", "3
+// requests").
+func Plural(n int, one, many string) string {
 	if n == 1 {
 		return one
 	}

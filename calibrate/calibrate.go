@@ -154,6 +154,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("%w: the chunk gap must be at least 1 ms, not %v", ErrOptions, o.Gap)
 	case o.InputTokens < 1 || o.OutputTokens < 1 || o.MaxInFlight < 1:
 		return fmt.Errorf("%w: input tokens, output tokens and the in-flight cap must be at least 1", ErrOptions)
+	case o.MaxInFlight > loadgen.MaxConcurrency:
+		return fmt.Errorf("%w: the in-flight cap must be at most %d, not %d", ErrOptions, loadgen.MaxConcurrency, o.MaxInFlight)
 	case o.StartRate*o.Step.Seconds() < MinStepArrivals:
 		return fmt.Errorf("%w: a %v step at %v req/s schedules %.3g arrivals, under the %d a step needs to judge the schedule: raise the start rate or the step",
 			ErrOptions, o.Step, o.StartRate, o.StartRate*o.Step.Seconds(), MinStepArrivals)

@@ -81,7 +81,7 @@ func TestLadderStepError(t *testing.T) {
 func TestOptionsRefused(t *testing.T) {
 	for _, o := range []Options{
 		{StartRate: -1}, {StartRate: 10, MaxRate: 5}, {Step: time.Millisecond}, {Gap: time.Microsecond}, {MaxInFlight: -1, InputTokens: 1},
-		{StartRate: 99, Step: 100 * time.Millisecond}, {OutputTokens: 1501, Gap: 10 * time.Millisecond}, {OutputTokens: 1 << 62, Gap: time.Hour},
+		{StartRate: 99, Step: 100 * time.Millisecond}, {OutputTokens: 1501, Gap: 10 * time.Millisecond}, {OutputTokens: 1 << 62, Gap: time.Hour}, {MaxInFlight: 50001},
 	} {
 		if err := o.Validate(); !errors.Is(err, ErrOptions) {
 			t.Errorf("%+v: %v, want ErrOptions", o, err)

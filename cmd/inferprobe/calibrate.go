@@ -94,8 +94,6 @@ artifact already there is replaced.`,
 			defer stop()
 			res, err := calibrate.Run(ctx, o)
 			switch {
-			case errors.Is(err, calibrate.ErrOptions):
-				return usageErrorf("%v", err)
 			case errors.Is(err, context.Canceled):
 				fmt.Fprintln(cmd.ErrOrStderr(), "Interrupted")
 				return &exitError{code: exitInterrupted}
@@ -165,7 +163,7 @@ func verdict(s calibrate.Step) string {
 	}
 	var failed []string
 	if s.Failed > 0 {
-		line := fmt.Sprintf("%d %s failed", s.Failed, plural(s.Failed, "request", "requests"))
+		line := fmt.Sprintf("%d %s failed", s.Failed, analyze.Plural(s.Failed, "request", "requests"))
 		if s.TimedOut > 0 {
 			line += fmt.Sprintf(", %d of them timed out (the %v request timeout)", s.TimedOut, calibrate.RequestTimeout)
 		}
@@ -181,14 +179,6 @@ func verdict(s calibrate.Step) string {
 	return "client-limited (" + strings.Join(append(reasons, failed...), "; ") + ")"
 }
 
-// plural is one or many by n.
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
 // envelope prints the result; exit 3 when not even the start rate was clean.
 func envelope(w io.Writer, res *calibrate.Result) error {
 	if res.CleanRate == nil {
@@ -197,7 +187,7 @@ func envelope(w io.Writer, res *calibrate.Result) error {
 	}
 	inflight := ""
 	if res.CleanInFlight != nil {
-		inflight = fmt.Sprintf(" with up to %d %s in flight", *res.CleanInFlight, plural(int(*res.CleanInFlight), "stream", "streams"))
+		inflight = fmt.Sprintf(" with up to %d %s in flight", *res.CleanInFlight, analyze.Plural(int(*res.CleanInFlight), "stream", "streams"))
 	}
 	above := "the highest rate tried"
 	if res.LimitedRate != nil {
