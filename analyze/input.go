@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"sync"
 
@@ -116,7 +115,10 @@ type readOptions struct {
 }
 
 func readInput(ctx context.Context, path string, o readOptions) (*Input, error) {
-	f, err := os.Open(path)
+	f, err := openContext(ctx, path)
+	if ctx.Err() != nil && err == ctx.Err() {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", artifact.ErrInvalidArtifact, err)
 	}

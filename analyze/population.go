@@ -252,8 +252,11 @@ func indexIssues(requests []Request, scheduled *int64, slice *shardSlice) []stri
 	if repeated {
 		issues = append(issues, "request_index_repeated")
 	}
-	if missing := expected - distinctInRange; missing > 0 {
+	if missing := expected - distinctInRange; missing > 0 && scheduled != nil {
 		issues = append(issues, fmt.Sprintf("records_missing: %d of %d", missing, expected))
+	} else if missing > 0 {
+		// No schedule: the arrivals after the highest index left no trace.
+		issues = append(issues, fmt.Sprintf("records_missing: at least %d of at least %d", missing, expected))
 	}
 	if outOfRange {
 		issues = append(issues, "request_index_out_of_range")

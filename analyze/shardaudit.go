@@ -295,7 +295,7 @@ func renderShards(b io.Writer, r *ShardsReport) {
 	}
 	fmt.Fprintf(b, "Shards: %d of run %s merged (workload digest %s)\n", r.Shards, r.RunID, short(r.WorkloadDigest))
 	for _, a := range r.PerShard {
-		line := fmt.Sprintf("  shard %d: %s, %d requests (%d measured, %d failed, %d dropped)", a.Shard, a.Status, a.RequestRecords, a.MeasuredRequests, a.FailedRequests, a.DroppedRequests)
+		line := fmt.Sprintf("  shard %d: %s, %d %s (%d measured, %d failed, %d dropped)", a.Shard, a.Status, a.RequestRecords, Plural(a.RequestRecords, "request", "requests"), a.MeasuredRequests, a.FailedRequests, a.DroppedRequests)
 		if a.DispatchLagP99MS != nil {
 			line += fmt.Sprintf(", dispatch lag p50 %.3f ms p99 %.3f ms max %.3f ms", *a.DispatchLagP50MS, *a.DispatchLagP99MS, *a.DispatchLagMaxMS)
 		}

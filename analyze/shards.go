@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
@@ -349,7 +348,10 @@ func CheckShardHeads(ctx context.Context, paths []string) error {
 
 // readHeads reads path's records up to its first infer.request: its workload and SLO records.
 func readHeads(ctx context.Context, path string) (*artifact.Artifact, error) {
-	f, err := os.Open(path)
+	f, err := openContext(ctx, path)
+	if ctx.Err() != nil && err == ctx.Err() {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", artifact.ErrInvalidArtifact, err)
 	}

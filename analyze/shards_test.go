@@ -92,7 +92,7 @@ func TestShardSelfAudit(t *testing.T) {
 	}
 	var b strings.Builder
 	renderShards(&b, shardsReport(in))
-	if !strings.Contains(b.String(), "shard 1: completed, 1 requests (1 measured, 0 failed, 0 dropped), client CPU 95%, client-limited in c\n") {
+	if !strings.Contains(b.String(), "shard 1: completed, 1 request (1 measured, 0 failed, 0 dropped), client CPU 95%, client-limited in c\n") {
 		t.Fatalf("text:\n%s", b.String())
 	}
 }

@@ -117,13 +117,14 @@ func (r Range) quantity(v float64) string {
 }
 
 // unitFor is unit as it reads after v: its first word without its plural s when v is 1
-// ("1 token", "1 request per second"), as given otherwise.
+// ("1 token", "1 request per second"; a word of two letters, "ms", is kept), as given
+// otherwise.
 func unitFor(v float64, unit string) string {
 	if v != 1 {
 		return unit
 	}
 	word, rest, spaced := strings.Cut(unit, " ")
-	if len(word) < 2 || !strings.HasSuffix(word, "s") {
+	if len(word) < 3 || !strings.HasSuffix(word, "s") { // "ms" is an abbreviation, not a plural
 		return unit
 	}
 	if word = strings.TrimSuffix(word, "s"); spaced {

@@ -33,6 +33,7 @@ func TestRangeCheckMessages(t *testing.T) {
 		{"one request per second", Range{Min: 1, Max: 10, Unit: "requests per second"}, 0.5, "must be at least 1 request per second, not 0.5"},
 		{"one second", Range{Min: 1, Max: 10, Unit: "seconds"}, 0.5, "must be at least 1 second, not 0.5"},
 		{"two tokens", Range{Min: 2, Max: 10, Unit: "tokens"}, 1, "must be at least 2 tokens, not 1"},
+		{"one ms", Range{Min: 1, Max: 10000, Unit: "ms"}, 0.5, "must be at least 1 ms, not 0.5"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.r.Check(tc.v)

@@ -176,6 +176,9 @@ func verdict(s calibrate.Step) string {
 	for _, r := range s.Audit.Reasons {
 		reasons = append(reasons, strings.Replace(r, analyze.OverflowDropAdvice, "", 1)) // calibrate always waits
 	}
+	if s.Audit.HostContended {
+		reasons = append(reasons, fmt.Sprintf("its host contended: other processes took %.0f%% of it", 100**s.Audit.OtherCPUUtilization))
+	}
 	return "client-limited (" + strings.Join(append(reasons, failed...), "; ") + ")"
 }
 
@@ -192,8 +195,11 @@ func envelope(w io.Writer, res *calibrate.Result) error {
 	above := "the highest rate tried"
 	if res.LimitedRate != nil {
 		above = fmt.Sprintf("client-limited at %g req/s", *res.LimitedRate)
-		if s := stepAt(res, *res.LimitedRate); s != nil && !s.Audit.ClientLimited {
+		switch s := stepAt(res, *res.LimitedRate); {
+		case s != nil && !s.Audit.ClientLimited:
 			above = fmt.Sprintf("requests failed at %g req/s", *res.LimitedRate)
+		case s != nil && s.Audit.HostContended:
+			above += " (its host contended: other processes took the CPUs, so the envelope is this busy host's)"
 		}
 	}
 	fmt.Fprintf(w, "Envelope: %g req/s%s, cleanly, on this host (%d CPUs); %s\n", *res.CleanRate, inflight, res.CPUs, above)

@@ -115,6 +115,9 @@ func TestCalibrateVerdicts(t *testing.T) {
 		{calibrate.Step{Failed: 3}, "failed (3 requests failed)"},
 		{calibrate.Step{Audit: limited}, "client-limited (dispatch lag p99 4.44 ms over the 1 ms bound)"},
 		{calibrate.Step{Audit: limited, Failed: 2}, "client-limited (dispatch lag p99 4.44 ms over the 1 ms bound; 2 requests failed)"},
+		{calibrate.Step{Audit: analyze.ClientAudit{ClientLimited: true, Reasons: []string{"dispatch lag p99 4.44 ms over the 1 ms bound"},
+			HostContended: true, OtherCPUUtilization: ptrTo(0.72)}},
+			"client-limited (dispatch lag p99 4.44 ms over the 1 ms bound; its host contended: other processes took 72% of it)"},
 		// calibrate has no --overflow: the held reason keeps only its own advice.
 		{calibrate.Step{Audit: analyze.ClientAuditOf([]analyze.Request{heldRequest()}, nil)},
 			"client-limited (1 arrival waited for an in-flight slot (every --max-in-flight slot busy: raise it))"},
@@ -152,6 +155,11 @@ func TestCalibrateVerdicts(t *testing.T) {
 		CleanRate: &rate, CleanInFlight: &one, LimitedRate: &failedAt, CPUs: 2}
 	if err := envelope(&b, res); err != nil || b.String() != "Envelope: 100 req/s with up to 1 stream in flight, cleanly, on this host (2 CPUs); requests failed at 200 req/s\n" {
 		t.Fatalf("%v %q", err, b.String())
+	}
+	b.Reset()
+	res.Steps[1] = calibrate.Step{RatePerSecond: 200, Audit: analyze.ClientAudit{ClientLimited: true, HostContended: true, OtherCPUUtilization: ptrTo(0.7)}}
+	if err := envelope(&b, res); err != nil || b.String() != "Envelope: 100 req/s with up to 1 stream in flight, cleanly, on this host (2 CPUs); client-limited at 200 req/s (its host contended: other processes took the CPUs, so the envelope is this busy host's)\n" {
+		t.Fatalf("contended: %v %q", err, b.String())
 	}
 }
 
