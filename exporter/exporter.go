@@ -8,7 +8,8 @@
 // counters; labels are target, model, probe, case (and slo, status, outcome, bound, over,
 // criterion where they say so) — request and trace ids appear only in exemplars (request_id =
 // the X-Request-Id sent, trace_id = the traceparent trace id). Only measured-phase requests
-// are counted, as in `inferprobe analyze`. The README's "Prometheus series" section lists every series.
+// are counted, as in `inferprobe analyze`. Series describes every family; docs/reference/metrics.md is
+// generated from it.
 package exporter
 
 import (
