@@ -3,8 +3,9 @@
 // pipeline — a closed loop and a Poisson case, streaming, with warmup, an SLO of
 // TTFT ≤ 100 ms and e2e ≤ 1.5 s, a prefix-cache reset before the Poisson case, the engine's
 // spans received over OTLP/gRPC and its /metrics scraped — each published as live
-// inferprobe_* series, with the Grafana dashboards and Prometheus rules written beside the
-// artifacts.
+// inferprobe_* series and written as its tables (CSV, CDFs, plots, timeline.json and the
+// index.html page, as `inferprobe tables` writes them), with the Grafana dashboards and
+// Prometheus rules written beside the artifacts.
 package demo
 
 import (
@@ -26,6 +27,7 @@ import (
 	"github.com/inferprobe/inferprobe/run"
 	"github.com/inferprobe/inferprobe/scrape/vllm"
 	"github.com/inferprobe/inferprobe/sim"
+	"github.com/inferprobe/inferprobe/tables"
 )
 
 // Options configure a demo.
@@ -60,6 +62,11 @@ type Demo struct {
 // Run is one profile run of the demo.
 type Run struct {
 	Title string
+	// Probe is the run's probe label ("demo-closed", "demo-poisson").
+	Probe string
+	// TablesDir is where the run's tables go (Dir/tables/<probe>); its index.html is the
+	// page to open.
+	TablesDir string
 
 	spec   run.Spec
 	exp    *exporter.Exporter
@@ -67,11 +74,22 @@ type Run struct {
 }
 
 // Spec is the run's pipeline spec (without a Warn or Hooks, which the caller sets), its
-// exporter run started now: call it once, just before the run.
+// exporter run started now, and a tables sink writing TablesDir (its page's summary is the
+// analysis of the closed artifact): call it once, just before the run.
 func (r *Run) Spec() run.Spec {
 	s := r.spec
-	s.Sinks = []artifact.Sink{r.exp.StartRun(r.labels)}
+	ts, out := tables.New(r.TablesDir), s.Output
+	ts.SetSummary(func() (tables.Summary, error) { return tables.SummaryFile(context.Background(), out) })
+	s.Sinks = []artifact.Sink{r.exp.StartRun(r.labels), ts}
 	return s
+}
+
+// Page is the HTML page of the demo to open first: the last run's index.html.
+func (d *Demo) Page() string {
+	if len(d.Runs) == 0 {
+		return ""
+	}
+	return filepath.Join(d.Runs[len(d.Runs)-1].TablesDir, "index.html")
 }
 
 // Start starts the engine and the live /metrics and writes the dashboards. Errors: the
@@ -182,7 +200,7 @@ func (d *Demo) runs(exp *exporter.Exporter, policy *analyze.Policy, version stri
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Run{Title: r.title, exp: exp, labels: labels, spec: run.Spec{
+		out = append(out, Run{Title: r.title, Probe: r.probe, TablesDir: filepath.Join(d.Dir, "tables", r.probe), exp: exp, labels: labels, spec: run.Spec{
 			Workload: &c, Tokenizer: tok, TokenizerName: "auto", Output: filepath.Join(d.Dir, r.file), Version: version,
 			SLO:      &run.SLO{Policy: policy, Source: analyze.SourceFlags},
 			Metrics:  &vllm.Config{URL: metrics, Endpoint: c.Endpoint, Timeout: min(c.Timeout, 30*time.Second), Interval: time.Second},

@@ -18,13 +18,14 @@ import (
 func init() { verbs = append(verbs, newDemoCmd) }
 
 // newDemoCmd is `inferprobe demo`: the README's main command (package demo), each of its
-// runs rendered like a profile run, then where the artifacts, the dashboards and /metrics are.
+// runs rendered like a profile run, then where the artifacts, tables, dashboards and
+// /metrics are; the last line names the HTML page to open.
 func newDemoCmd() *cobra.Command {
 	var dir, metricsListen string
 	var quiet, serve bool
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Profile the embedded simulated engine (closed loop and Poisson) and print the results",
+		Short: "Profile the embedded simulated engine (closed loop and Poisson), print the reports and write their tables and HTML pages",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -66,12 +67,20 @@ func newDemoCmd() *cobra.Command {
 				}
 			}
 			fmt.Fprintf(out, "\nArtifacts:  %s (inferprobe analyze FILE)\n", strings.Join(paths, ", "))
+			var tdirs []string
+			for _, r := range d.Runs {
+				tdirs = append(tdirs, r.TablesDir)
+			}
+			fmt.Fprintf(out, "Tables:     %s (CSV tables, CDFs, plots, timeline.json; inferprobe tables)\n", strings.Join(tdirs, ", "))
 			fmt.Fprintf(out, "Dashboards: %s (Grafana JSON; Prometheus rules in %s)\n",
 				filepath.Join(d.DashboardDir, "grafana"), filepath.Join(d.DashboardDir, "rules"))
 			if !serve {
 				fmt.Fprintf(out, "Metrics:    %s served while the demo ran; inferprobe demo --serve keeps it up until Ctrl+C\n", d.MetricsURL)
 			} else {
-				fmt.Fprintf(out, "Metrics:    %s (Ctrl+C stops)\n", d.MetricsURL)
+				fmt.Fprintf(out, "Metrics:    %s (kept up until Ctrl+C)\n", d.MetricsURL)
+			}
+			fmt.Fprintf(out, "Open %s in a browser: the report, the SLO and every plot of the last run\n", d.Page())
+			if serve {
 				sctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 				<-sctx.Done()
 				stop()
