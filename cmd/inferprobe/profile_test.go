@@ -234,8 +234,9 @@ func TestProfileSIGINT(t *testing.T) {
 }
 
 // TestDemoRuns runs `inferprobe demo --serve` as a process: both artifacts complete, the
-// dashboards and rules are written, and the live /metrics agree with the Poisson artifact
-// (requests by status, joined spans, SLO outcomes) until SIGINT stops it with exit 0.
+// dashboards and rules are written, the last line names the Poisson run's index.html (which
+// exists), and the live /metrics agree with the Poisson artifact (requests by status, joined
+// spans, SLO outcomes) until SIGINT stops it with exit 0.
 func TestDemoRuns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("demo takes ~15 s")
@@ -250,7 +251,14 @@ func TestDemoRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
-	waitFor(t, "the demo to finish its runs", 90*time.Second, func() bool { return strings.Contains(out.String(), "(Ctrl+C stops)") })
+	page := filepath.Join(dir, "tables", "demo-poisson", "index.html")
+	waitFor(t, "the demo to finish its runs", 90*time.Second, func() bool { return strings.HasSuffix(out.String(), "every plot of the last run\n") })
+	if lines := strings.Split(strings.TrimSpace(out.String()), "\n"); !strings.HasPrefix(lines[len(lines)-1], "Open "+page+" in a browser") {
+		t.Errorf("the last line does not name the page to open: %q", lines[len(lines)-1])
+	}
+	if _, err := os.Stat(page); err != nil {
+		t.Error(err)
+	}
 	for _, f := range []string{"demo-closed.jsonl", "demo-poisson.jsonl"} {
 		a, err := artifact.ReadFile(filepath.Join(dir, f))
 		if err != nil {
