@@ -13,17 +13,18 @@ import (
 // referenceDir is the checked-in reference directory, from this package's directory.
 const referenceDir = "../../docs/reference"
 
-// TestGeneratedReferenceIsCurrent regenerates the CLI pages and the exported series list
-// from this binary's command tree and the exporter's registry into a temporary directory
+// TestGeneratedReferenceIsCurrent regenerates the CLI pages, the exported series list and
+// the records page from this binary's command tree, the exporter's registry and the
+// artifact package's types into a temporary directory
 // and compares them byte for byte with docs/reference; a stale or extra page fails with
 // the command that updates them.
 func TestGeneratedReferenceIsCurrent(t *testing.T) {
 	const update = "run `go run ./cmd/inferprobe docs --output docs/reference` from the repository root and commit the result"
 	dir := t.TempDir()
-	if code := runQuiet("docs", "--output", dir); code != 0 {
+	if code := runQuiet("docs", "--output", dir, "--source", "../.."); code != 0 {
 		t.Fatalf("inferprobe docs exited %d", code)
 	}
-	want, err := docgen.Files(newRootCmd())
+	want, err := docgen.Files(newRootCmd(), "../..")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,12 +25,13 @@ const SeriesFile = "metrics.md"
 
 // Generate writes the generated reference pages under dir: dir/cli/<command path>.md for
 // every available command of root (hidden commands, help and the docs verb itself left
-// out) and dir/metrics.md. It removes any other .md file in dir/cli, so that a removed
+// out), dir/metrics.md and dir/records.md (from the artifact package's source under the
+// repository root src). It removes any other .md file in dir/cli, so that a removed
 // command's page goes too. root is changed only as cobra's own Execute would change it: the
 // default completion command is added, and every command's generated-on footer is turned
 // off (the pages must not change from one day to the next). Errors: dir cannot be written.
-func Generate(root *cobra.Command, dir string) error {
-	files, err := Files(root)
+func Generate(root *cobra.Command, dir, src string) error {
+	files, err := Files(root, src)
 	if err != nil {
 		return err
 	}
@@ -58,9 +59,9 @@ func Generate(root *cobra.Command, dir string) error {
 }
 
 // Files returns the generated pages by their slash-separated path under the reference
-// directory ("cli/inferprobe_profile.md", "metrics.md"). See Generate for what root
-// undergoes.
-func Files(root *cobra.Command) (map[string][]byte, error) {
+// directory ("cli/inferprobe_profile.md", "metrics.md", "records.md"); src is the
+// repository root. See Generate for what root undergoes.
+func Files(root *cobra.Command, src string) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	root.InitDefaultCompletionCmd()
 	var walk func(c *cobra.Command) error
@@ -91,6 +92,11 @@ func Files(root *cobra.Command) (map[string][]byte, error) {
 		return nil, err
 	}
 	out[SeriesFile] = series
+	records, err := RecordsPage(filepath.Join(src, "artifact"))
+	if err != nil {
+		return nil, err
+	}
+	out[RecordsFile] = records
 	return out, nil
 }
 
