@@ -94,6 +94,9 @@ func oneDoc(t *testing.T, rel string) any {
 func TestDeployYAMLParses(t *testing.T) {
 	var files int
 	err := filepath.WalkDir(deployDir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && filepath.Base(filepath.Dir(p)) == "helm" {
+			return filepath.SkipDir // a chart's templates are Go templates: deploy/helm's tests render them
+		}
 		if err != nil || d.IsDir() || (!strings.HasSuffix(p, ".yml") && !strings.HasSuffix(p, ".yaml")) {
 			return err
 		}
