@@ -26,7 +26,7 @@ const RecordsFile = "records.md"
 var Records = []artifact.Record{
 	artifact.Session{}, artifact.ArtifactHeader{}, artifact.Workload{}, artifact.SLORecord{},
 	artifact.CacheState{}, artifact.PhaseWindow{}, artifact.Request{},
-	artifact.VLLMScrape{Header: artifact.HeaderOf(artifact.KindVLLMScrape)}, artifact.VLLMSpan{},
+	artifact.MetricsScrape{Header: artifact.HeaderOf(artifact.KindMetricsScrape)}, artifact.Span{},
 	artifact.TelemetrySample{}, artifact.SystemSample{}, artifact.ClockAlignment{}, artifact.Capabilities{},
 	artifact.TraceWindow{}, artifact.Iteration{}, artifact.ActivityRef{}, artifact.Search{},
 }
