@@ -21,8 +21,8 @@ import (
 	"github.com/inferprobe/inferprobe/artifact"
 )
 
-// catalogue is every inferprobe_ family the exporter publishes (the README's "Prometheus
-// series"), with its label names.
+// catalogue is every inferprobe_ family the exporter publishes (docs/reference/metrics.md is
+// generated from Series), with its label names.
 var catalogue = map[string][]string{
 	"inferprobe_requests_total":                         {"case", "model", "probe", "status", "target"},
 	"inferprobe_ttft_seconds":                           {"case", "model", "probe", "target"},
