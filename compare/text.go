@@ -221,7 +221,6 @@ func sig(v float64) string {
 	switch {
 	case a < 1e-9: // rounding noise of a difference of equal values
 		return "0"
-		return "0"
 	case a >= 100:
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	case a >= 10:

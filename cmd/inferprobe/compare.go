@@ -27,7 +27,6 @@ type compareFlags struct {
 	confidence   float64
 	allowDigest  bool
 	telemetry    [2][]string
-	cost         costFlags
 }
 
 func newCompareCmd() *cobra.Command {

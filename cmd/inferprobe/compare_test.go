@@ -99,3 +99,28 @@ func TestCompareHTMLAndCost(t *testing.T) {
 		t.Fatalf("exit %d %s", code, stderr)
 	}
 }
+
+// analyze --format vllm-bench and llmd-report write one object per case; --cost-per-hour
+// adds the cost line; bad cost flags are exit 2.
+func TestAnalyzeExportsAndCost(t *testing.T) {
+	dir := t.TempDir()
+	path := writeSynthRun(t, dir, "run.jsonl", synth.Run{Requests: 300, Cases: 2, Seed: 3})
+	code, stdout, stderr := runCLI(t, "analyze", path, "--format", "vllm-bench")
+	if code != exitOK || strings.Count(stdout, `{"date": `) != 2 || !strings.Contains(stdout, `"endpoint_type": "openai-chat"`) {
+		t.Fatalf("vllm-bench exit %d\n%.300s\n%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = runCLI(t, "analyze", path, "--format", "llmd-report")
+	if code != exitOK || strings.Count(stdout, `"version":"0.2"`) != 2 {
+		t.Fatalf("llmd-report exit %d\n%.300s\n%s", code, stdout, stderr)
+	}
+	code, stdout, _ = runCLI(t, "analyze", path, "--cost-per-gpu-hour", "2.5", "--gpus", "4")
+	if code != exitOK || !strings.Contains(stdout, "cost: $10.0/h (4 GPUs × $2.50/h): $") {
+		t.Fatalf("cost exit %d\n%s", code, stdout)
+	}
+	for _, bad := range [][]string{{"--cost-per-hour", "-1"}, {"--cost-per-gpu-hour", "2"}, {"--gpus", "1.5", "--cost-per-gpu-hour", "2"},
+		{"--cost-per-hour", "1", "--cost-per-gpu-hour", "1", "--gpus", "1"}, {"--format", "vllm"}} {
+		if code, _, stderr := runCLI(t, append([]string{"analyze", path}, bad...)...); code != exitUsage {
+			t.Errorf("%v: exit %d %s", bad, code, stderr)
+		}
+	}
+}
