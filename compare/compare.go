@@ -13,10 +13,10 @@ import (
 
 // Verdicts of a metric, a quantile, a proportion or a gate.
 const (
-	VerdictBetter       = "better"
-	VerdictWorse        = "worse"
-	VerdictSame         = "not distinguishable"
-	VerdictInsufficient = "insufficient sample"
+	VerdictBetter        = "better"
+	VerdictWorse         = "worse"
+	VerdictSame          = "not distinguishable"
+	VerdictInsufficient  = "insufficient sample"
 	VerdictNotComparable = "not comparable"
 )
 
@@ -63,14 +63,14 @@ type Result struct {
 
 // CaseResult is one case present in both runs.
 type CaseResult struct {
-	CaseID     string           `json:"case_id"`
-	Offered    [2]int           `json:"offered"`
-	Metrics    []MetricResult   `json:"metrics"`
-	Success    *ProportionDiff  `json:"success"`
-	Attainment *ProportionDiff  `json:"slo_attainment"`
-	Rates      Rates            `json:"rates"`
-	Notes      []string         `json:"notes"`
-	samples    [2]*caseSamples  // base, candidate
+	CaseID     string          `json:"case_id"`
+	Offered    [2]int          `json:"offered"`
+	Metrics    []MetricResult  `json:"metrics"`
+	Success    *ProportionDiff `json:"success"`
+	Attainment *ProportionDiff `json:"slo_attainment"`
+	Rates      Rates           `json:"rates"`
+	Notes      []string        `json:"notes"`
+	samples    [2]*caseSamples // base, candidate
 	reports    [2]*analyze.CaseReport
 }
 
