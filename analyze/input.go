@@ -307,7 +307,7 @@ func keep(a *artifact.Artifact, it *blockItem) error {
 		a.ClockAlignments = append(a.ClockAlignments, *v)
 	case *artifact.Iteration:
 		a.Iterations = append(a.Iterations, *v) // activity refs are not kept: the report reads steps only
-	case *artifact.VLLMSpanContext:
+	case *artifact.SpanContext:
 		return a.KeepSpanContext(v, it.line)
 	case *artifact.Raw:
 		return a.KeepRaw(v, it.line)

@@ -20,7 +20,7 @@ func spanFixture(t testing.TB) []string {
 		t.Fatal(err)
 	}
 	for i := range 2 {
-		s := &artifact.VLLMSpan{SessionID: "s1", RunID: "run", Source: artifact.SpanSourceGRPC, Name: artifact.RequestSpanName,
+		s := &artifact.Span{SessionID: "s1", RunID: "run", Source: artifact.SpanSourceGRPC, Name: artifact.RequestSpanName,
 			TraceID: ps(strings.Repeat("a", 31) + string(rune('0'+i))), SpanID: ps(strings.Repeat("b", 16)),
 			StartUnixNS: p64(100), EndUnixNS: p64(200), Attributes: map[string]any{"n": int64(i)},
 			Resource: map[string]any{"service.name": "vllm"}, Scope: map[string]any{"name": "vllm.llm_engine"}}
@@ -44,7 +44,7 @@ func spanFixture(t testing.TB) []string {
 
 // spanContextID is the id of spanFixture's context.
 func spanContextID(t testing.TB) string {
-	c, err := artifact.DecodeVLLMSpanContext([]byte(strings.TrimSpace(spanFixture(t)[0])))
+	c, err := artifact.DecodeSpanContext([]byte(strings.TrimSpace(spanFixture(t)[0])))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ type Options struct {
 	Server *ServerEvidence
 	// VLLMSpans are spans from outside the artifact (analyze --vllm-spans FILE), joined with
 	// the artifact's own infer.vllm_span records.
-	VLLMSpans []artifact.VLLMSpan
+	VLLMSpans []artifact.Span
 	// ServerTelemetry, when set with samples, is joined to the case windows
 	// (telemetry.server_join, server_targets, memory.server_*, energy; see ServerTelemetry).
 	ServerTelemetry *ServerTelemetry
@@ -383,7 +383,7 @@ func telemetry(a *artifact.Artifact) map[string]any {
 	n := 0
 	for i := range a.Others {
 		switch a.Others[i].Kind.EventType {
-		case artifact.EventVLLMScrape, artifact.EventVLLMSpan:
+		case artifact.EventMetricsScrape, artifact.EventSpan:
 			n++
 		}
 	}

@@ -66,13 +66,13 @@ type vllmResult struct {
 }
 
 // spanRecords decodes the artifact's infer.vllm_span records.
-func spanRecords(a *artifact.Artifact) ([]artifact.VLLMSpan, error) {
-	var out []artifact.VLLMSpan
+func spanRecords(a *artifact.Artifact) ([]artifact.Span, error) {
+	var out []artifact.Span
 	for i := range a.Others {
-		if a.Others[i].Kind.EventType != artifact.EventVLLMSpan {
+		if a.Others[i].Kind.EventType != artifact.EventSpan {
 			continue
 		}
-		rec, err := artifact.DecodeVLLMSpanRaw(a.Others[i])
+		rec, err := artifact.DecodeSpanRaw(a.Others[i])
 		if err != nil {
 			return nil, fmt.Errorf("%w: span %d of the artifact: %w", artifact.ErrInvalidArtifact, len(out)+1, err)
 		}
@@ -87,7 +87,7 @@ const StateNotCollected = "not_collected"
 // spanCapability returns the artifact's span receiver capability record, nil without one.
 func spanCapability(a *artifact.Artifact) *artifact.Capabilities {
 	for i := range a.Capabilities {
-		if a.Capabilities[i].Component == artifact.ComponentVLLMSpans {
+		if a.Capabilities[i].Component == artifact.ComponentSpans {
 			return &a.Capabilities[i]
 		}
 	}
@@ -102,7 +102,7 @@ func spanCapability(a *artifact.Artifact) *artifact.Capabilities {
 // receiver that never ran (not available) and no span, the span summary is given but the
 // server evidence stays unknown (nil). Errors: an undecodable scrape or span record (both
 // wrap artifact.ErrInvalidArtifact).
-func analyzeVLLM(in *Input, extra []artifact.VLLMSpan) (*vllmResult, error) {
+func analyzeVLLM(in *Input, extra []artifact.Span) (*vllmResult, error) {
 	a := in.Artifact
 	block, err := VLLMBlockOf(a)
 	if err != nil {
@@ -158,7 +158,7 @@ func collectSpans(block *VLLMBlock) {
 
 // joinSpans joins spans to the sent requests of the input (measured, and the warmup ones so
 // that their spans are told apart), and counts the spans by source.
-func joinSpans(in *Input, spans []artifact.VLLMSpan) (join.Result, map[string]int) {
+func joinSpans(in *Input, spans []artifact.Span) (join.Result, map[string]int) {
 	var reqs []join.Request
 	for _, list := range in.Cases {
 		for i := range list {

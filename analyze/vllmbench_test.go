@@ -9,7 +9,7 @@ import (
 // BenchmarkVLLMCaseTelemetry computes a case block over a window of 60 scrapes
 // (a one-minute phase at the default interval).
 func BenchmarkVLLMCaseTelemetry(b *testing.B) {
-	scrapes := []artifact.VLLMScrape{scrapeOf(b, preText, artifact.ScrapeMarkerPhaseStart, 1e9)}
+	scrapes := []artifact.MetricsScrape{scrapeOf(b, preText, artifact.ScrapeMarkerPhaseStart, 1e9)}
 	for i := 0; i < 58; i++ {
 		scrapes = append(scrapes, scrapeOf(b, preText, artifact.ScrapeMarkerInterval, int64(2+i)*1e9))
 	}

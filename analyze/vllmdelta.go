@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/inferprobe/inferprobe/artifact"
-	"github.com/inferprobe/inferprobe/artifact/vllmmetrics"
+	"github.com/inferprobe/inferprobe/engine"
 )
 
 // series is one sample of an engine's family under its extra labels.
@@ -19,7 +19,7 @@ type series struct {
 // scrapeIndex is one scrape's vllm: series by family, engine and extra-label
 // key.
 type scrapeIndex struct {
-	rec   *artifact.VLLMScrape
+	rec   *artifact.MetricsScrape
 	kinds map[string]string
 	fams  map[string]map[string]map[string]series
 }
@@ -51,10 +51,10 @@ func extraKey(labels map[string]string) (string, map[string]string) {
 	return b.String(), extra
 }
 
-func indexScrape(r *artifact.VLLMScrape) *scrapeIndex {
+func indexScrape(r *artifact.MetricsScrape) *scrapeIndex {
 	ix := &scrapeIndex{rec: r, kinds: r.Scrape.Families, fams: map[string]map[string]map[string]series{}}
 	for fam, byID := range r.Scrape.Values {
-		if !strings.HasPrefix(fam, vllmmetrics.Prefix) {
+		if !strings.HasPrefix(fam, engine.Prefix) {
 			continue
 		}
 		byEngine := map[string]map[string]series{}
@@ -79,7 +79,7 @@ func indexScrape(r *artifact.VLLMScrape) *scrapeIndex {
 func (ix *scrapeIndex) engines() map[string]bool {
 	out := map[string]bool{}
 	for fam, byEngine := range ix.fams {
-		if vllmmetrics.IsStamp(fam, ix.kinds) {
+		if engine.IsStamp(fam, ix.kinds) {
 			continue
 		}
 		for e := range byEngine {
@@ -94,7 +94,7 @@ func (ix *scrapeIndex) engines() map[string]bool {
 // own name); an uncatalogued family's exposed name.
 func fieldOf(name string, exposed map[string]bool) (key string, info FieldInfo, meaning *string) {
 	info = FieldInfo{Native: name, Provenance: "observed"}
-	e, aliasOf, ok := vllmmetrics.Resolve(name)
+	e, aliasOf, ok := engine.Resolve(name)
 	if !ok {
 		return name, info, nil
 	}
@@ -116,7 +116,7 @@ func fieldOf(name string, exposed map[string]bool) (key string, info FieldInfo, 
 
 // engineBlock differences one engine's families between the boundary
 // scrapes and summarises its gauges over own.
-func engineBlock(engine string, a, b *scrapeIndex, own []*scrapeIndex, seconds float64, epoch string) *VLLMEngineBlock {
+func engineBlock(eng string, a, b *scrapeIndex, own []*scrapeIndex, seconds float64, epoch string) *VLLMEngineBlock {
 	eb := &VLLMEngineBlock{
 		Counters:   map[string]*CounterField{},
 		Histograms: map[string]*HistogramField{},
@@ -128,7 +128,7 @@ func engineBlock(engine string, a, b *scrapeIndex, own []*scrapeIndex, seconds f
 	for _, ix := range append([]*scrapeIndex{b}, own...) { // the start scrape is in own
 		for fam, byEngine := range ix.fams {
 			exposed[fam] = true
-			if _, ok := byEngine[engine]; !ok || vllmmetrics.IsStamp(fam, ix.kinds) {
+			if _, ok := byEngine[eng]; !ok || engine.IsStamp(fam, ix.kinds) {
 				continue
 			}
 			if _, seen := kinds[fam]; !seen || ix == a {
@@ -152,22 +152,22 @@ func engineBlock(engine string, a, b *scrapeIndex, own []*scrapeIndex, seconds f
 	for _, name := range names {
 		key, info, meaning := fieldOf(name, exposed)
 		switch kinds[name] {
-		case vllmmetrics.KindCounter:
-			if a.fams[name][engine] == nil && b.fams[name][engine] == nil {
+		case engine.KindCounter:
+			if a.fams[name][eng] == nil && b.fams[name][eng] == nil {
 				continue // only in an interval scrape: nothing to difference
 			}
-			f := counterField(info, a.fams[name][engine], b.fams[name][engine], stampsOf(a, name, vllmmetrics.KindCounter, engine), stampsOf(b, name, vllmmetrics.KindCounter, engine), epoch)
+			f := counterField(info, a.fams[name][eng], b.fams[name][eng], stampsOf(a, name, engine.KindCounter, eng), stampsOf(b, name, engine.KindCounter, eng), epoch)
 			eb.Counters[key] = f
 			note(key, f.State, f.Reasons)
-		case vllmmetrics.KindHistogram, "summary":
-			if a.fams[name][engine] == nil && b.fams[name][engine] == nil {
+		case engine.KindHistogram, "summary":
+			if a.fams[name][eng] == nil && b.fams[name][eng] == nil {
 				continue
 			}
-			f := histogramField(info, meaning, a.fams[name][engine], b.fams[name][engine], stampsOf(a, name, kinds[name], engine), stampsOf(b, name, kinds[name], engine), epoch)
+			f := histogramField(info, meaning, a.fams[name][eng], b.fams[name][eng], stampsOf(a, name, kinds[name], eng), stampsOf(b, name, kinds[name], eng), epoch)
 			eb.Histograms[key] = f
 			note(key, f.State, f.Reasons)
 		default: // gauge, untyped
-			f := gaugeField(info, name, engine, own)
+			f := gaugeField(info, name, eng, own)
 			eb.Gauges[key] = f
 			note(key, f.State, f.Reasons)
 		}
@@ -175,13 +175,13 @@ func engineBlock(engine string, a, b *scrapeIndex, own []*scrapeIndex, seconds f
 	for r := range eb.Unresolved {
 		sort.Strings(eb.Unresolved[r])
 	}
-	eb.Derived = derive(eb, engine, own, seconds)
+	eb.Derived = derive(eb, eng, own, seconds)
 	return eb
 }
 
 // stampsOf returns the "_created" stamps of a family for one engine.
-func stampsOf(ix *scrapeIndex, family, kind, engine string) map[string]series {
-	return ix.fams[vllmmetrics.StampName(family, kind)][engine]
+func stampsOf(ix *scrapeIndex, family, kind, eng string) map[string]series {
+	return ix.fams[engine.StampName(family, kind)][eng]
 }
 
 // recreated reports whether a series' _created stamp differs between the
@@ -400,11 +400,11 @@ type gaugeAcc struct {
 	labels              map[string]string
 }
 
-func gaugeField(info FieldInfo, name, engine string, own []*scrapeIndex) *GaugeField {
+func gaugeField(info FieldInfo, name, eng string, own []*scrapeIndex) *GaugeField {
 	f := &GaugeField{FieldInfo: info, Stats: map[string]GaugeStats{}, Labels: map[string]map[string]string{}}
 	accs := map[string]*gaugeAcc{}
 	for _, ix := range own {
-		for key, s := range ix.fams[name][engine] {
+		for key, s := range ix.fams[name][eng] {
 			if s.v.Dist != nil {
 				continue
 			}

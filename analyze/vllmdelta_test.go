@@ -127,7 +127,7 @@ func TestEngineRestartAndForeignScrapes(t *testing.T) {
 	foreign := mustReplace(t, preText, procStart, "process_start_time_seconds 1.5e+09")
 	foreign = setValue(t, foreign, `vllm:num_requests_waiting`+regexpQuote(labels0), "99.0")
 	mid := scrapeOf(t, foreign, artifact.ScrapeMarkerInterval, 5e9)
-	scrapes = []artifact.VLLMScrape{scrapes[0], mid, scrapeOf(t, postText, artifact.ScrapeMarkerPhaseEnd, 14e9)}
+	scrapes = []artifact.MetricsScrape{scrapes[0], mid, scrapeOf(t, postText, artifact.ScrapeMarkerPhaseEnd, 14e9)}
 	b = VLLMCaseTelemetry(scrapes, testCase)
 	if b.Reasons[0] != ReasonEngineRestart || b.Window.ForeignScrapes != 1 || b.Window.Scrapes != 2 {
 		t.Errorf("reasons %v window %+v", b.Reasons, b.Window)
@@ -181,7 +181,7 @@ func TestSeriesMissing(t *testing.T) {
 	// A gauge absent from the end scrape is summarised over the scrapes that have it.
 	post = dropLines(t, postText, `vllm:num_requests_running\{`)
 	mid := setValue(t, preText, `vllm:num_requests_running`+regexpQuote(labels0), "8.0")
-	scrapes := []artifact.VLLMScrape{scrapeOf(t, preText, artifact.ScrapeMarkerPhaseStart, 1e9), scrapeOf(t, mid, artifact.ScrapeMarkerInterval, 2e9), scrapeOf(t, post, artifact.ScrapeMarkerPhaseEnd, 3e9)}
+	scrapes := []artifact.MetricsScrape{scrapeOf(t, preText, artifact.ScrapeMarkerPhaseStart, 1e9), scrapeOf(t, mid, artifact.ScrapeMarkerInterval, 2e9), scrapeOf(t, post, artifact.ScrapeMarkerPhaseEnd, 3e9)}
 	st := engine0(t, VLLMCaseTelemetry(scrapes, testCase)).Gauges["running_requests"].Stats["_"]
 	if st.Samples != 2 || *st.Max != 8 || *st.Min != 0 || *st.Mean != 4 || *st.Last != 8 {
 		t.Errorf("running_requests %+v, want 2 samples 0 and 8", st)
@@ -190,7 +190,7 @@ func TestSeriesMissing(t *testing.T) {
 
 // Boundary scrapes that failed or never happened.
 func TestMissingBoundaryScrapes(t *testing.T) {
-	b := VLLMCaseTelemetry([]artifact.VLLMScrape{failedScrape(artifact.ScrapeMarkerPhaseStart, 1e9), scrapeOf(t, preText, artifact.ScrapeMarkerInterval, 2e9)}, testCase)
+	b := VLLMCaseTelemetry([]artifact.MetricsScrape{failedScrape(artifact.ScrapeMarkerPhaseStart, 1e9), scrapeOf(t, preText, artifact.ScrapeMarkerInterval, 2e9)}, testCase)
 	want := []string{"scrape_failed:phase_start", "scrape_missing:phase_end"}
 	if b.State != StateUnresolved || strings.Join(b.Reasons, " ") != strings.Join(want, " ") || b.Window != nil || len(b.Engines) != 0 {
 		t.Fatalf("block %+v", b)

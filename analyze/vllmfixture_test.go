@@ -131,7 +131,7 @@ func TestRealCapturesGiveTheListedDeltas(t *testing.T) {
 	if *r.PromptTokensPerSecond != 16384.0/13 || *r.GenerationTokensPerSecond != 4096.0/13 || *r.FinishedRequestsPerSecond != 32.0/13 || r.WindowSeconds != 13 {
 		t.Errorf("rates %+v", r)
 	}
-	for _, s := range []artifact.VLLMScrape{scrapeOf(t, preText, artifact.ScrapeMarkerPhaseStart, 1), scrapeOf(t, postText, artifact.ScrapeMarkerPhaseEnd, 2)} {
+	for _, s := range []artifact.MetricsScrape{scrapeOf(t, preText, artifact.ScrapeMarkerPhaseStart, 1), scrapeOf(t, postText, artifact.ScrapeMarkerPhaseEnd, 2)} {
 		if ps := s.Discovery.ProcessStartNS; ps == nil || *ps != 1790960581980000000 {
 			t.Errorf("process_start_ns %v, want 1790960581980000000", ps)
 		}

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/inferprobe/inferprobe/artifact"
-	"github.com/inferprobe/inferprobe/artifact/vllmmetrics"
-	"github.com/inferprobe/inferprobe/scrape/vllm"
+	"github.com/inferprobe/inferprobe/engine"
+	"github.com/inferprobe/inferprobe/scrape/prom"
 )
 
 const (
@@ -33,15 +33,15 @@ func mustRead(rel string) string {
 }
 
 // scrapeOf parses text into an ok record of testCase's measured phase.
-func scrapeOf(t testing.TB, text, marker string, observedNS int64) artifact.VLLMScrape {
+func scrapeOf(t testing.TB, text, marker string, observedNS int64) artifact.MetricsScrape {
 	t.Helper()
-	c, err := vllm.Parse([]byte(text), vllm.Limits{})
+	c, err := prom.Parse([]byte(text), prom.Limits{})
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
-	d := vllmmetrics.Discover(c)
-	return artifact.VLLMScrape{
-		Header:           artifact.HeaderOf(artifact.KindVLLMScrape),
+	d := engine.Discover(c)
+	return artifact.MetricsScrape{
+		Header:           artifact.HeaderOf(artifact.KindMetricsScrape),
 		ObservationScope: artifact.ScopeEngineAggregate,
 		SessionID:        "s", RunID: "run-1",
 		ObservedAtNS: observedNS, TimestampNS: observedNS,
@@ -53,9 +53,9 @@ func scrapeOf(t testing.TB, text, marker string, observedNS int64) artifact.VLLM
 }
 
 // failedScrape is an error record of testCase's measured phase.
-func failedScrape(marker string, observedNS int64) artifact.VLLMScrape {
-	return artifact.VLLMScrape{
-		Header: artifact.HeaderOf(artifact.KindVLLMScrape), ObservationScope: artifact.ScopeEngineAggregate,
+func failedScrape(marker string, observedNS int64) artifact.MetricsScrape {
+	return artifact.MetricsScrape{
+		Header: artifact.HeaderOf(artifact.KindMetricsScrape), ObservationScope: artifact.ScopeEngineAggregate,
 		SessionID: "s", RunID: "run-1", ObservedAtNS: observedNS, TimestampNS: observedNS,
 		SourceURL: "http://127.0.0.1:8000/metrics", Marker: marker, IntervalMS: 1000,
 		Status: artifact.ScrapeError, ClockDomain: "h/unix_epoch_ns",
@@ -65,8 +65,8 @@ func failedScrape(marker string, observedNS int64) artifact.VLLMScrape {
 }
 
 // scrapeWindow builds the standard scrape window: start at 1 s, end at 14 s (13 s).
-func scrapeWindow(t testing.TB, pre, post string) []artifact.VLLMScrape {
-	return []artifact.VLLMScrape{scrapeOf(t, pre, artifact.ScrapeMarkerPhaseStart, 1e9), scrapeOf(t, post, artifact.ScrapeMarkerPhaseEnd, 14e9)}
+func scrapeWindow(t testing.TB, pre, post string) []artifact.MetricsScrape {
+	return []artifact.MetricsScrape{scrapeOf(t, pre, artifact.ScrapeMarkerPhaseStart, 1e9), scrapeOf(t, post, artifact.ScrapeMarkerPhaseEnd, 14e9)}
 }
 
 // setValue substitutes value for the value of every sample line whose text

@@ -4,11 +4,11 @@ import (
 	"sort"
 
 	"github.com/inferprobe/inferprobe/artifact"
-	"github.com/inferprobe/inferprobe/artifact/vllmmetrics"
+	"github.com/inferprobe/inferprobe/engine"
 )
 
 // VLLMCaseTelemetry is the case block of a case's measured phase: see VLLMPhaseTelemetry.
-func VLLMCaseTelemetry(scrapes []artifact.VLLMScrape, caseID string) *VLLMCaseBlock {
+func VLLMCaseTelemetry(scrapes []artifact.MetricsScrape, caseID string) *VLLMCaseBlock {
 	return VLLMPhaseTelemetry(scrapes, caseID, artifact.PhaseMeasured)
 }
 
@@ -21,7 +21,7 @@ func VLLMCaseTelemetry(scrapes []artifact.VLLMScrape, caseID string) *VLLMCaseBl
 // histograms are differenced between the two boundary scrapes; gauges are
 // summarised over every ok scrape of the window from the start scrape's
 // exporter. Nothing unresolved is ever read as 0.
-func VLLMPhaseTelemetry(scrapes []artifact.VLLMScrape, caseID, phase string) *VLLMCaseBlock {
+func VLLMPhaseTelemetry(scrapes []artifact.MetricsScrape, caseID, phase string) *VLLMCaseBlock {
 	mine := phaseScrapes(scrapes, caseID, phase)
 	block := &VLLMCaseBlock{State: StateResolved, Reasons: []string{}, Engines: map[string]*VLLMEngineBlock{}}
 	start, end, reasons := boundaryScrapes(mine)
@@ -51,8 +51,8 @@ func VLLMPhaseTelemetry(scrapes []artifact.VLLMScrape, caseID, phase string) *VL
 
 // phaseScrapes returns the scrapes of one case and phase in observation order (ties in the
 // order given).
-func phaseScrapes(scrapes []artifact.VLLMScrape, caseID, phase string) []*artifact.VLLMScrape {
-	var mine []*artifact.VLLMScrape
+func phaseScrapes(scrapes []artifact.MetricsScrape, caseID, phase string) []*artifact.MetricsScrape {
+	var mine []*artifact.MetricsScrape
 	for i := range scrapes {
 		r := &scrapes[i]
 		if r.CaseID != nil && *r.CaseID == caseID && r.Phase != nil && *r.Phase == phase {
@@ -68,7 +68,7 @@ func phaseScrapes(scrapes []artifact.VLLMScrape, caseID, phase string) []*artifa
 // "scrape_failed:<marker>" (a scrape with that marker failed) or "scrape_missing:<marker>"
 // for each boundary not found (start first), and scrapes_out_of_order when the end was
 // observed before the start.
-func boundaryScrapes(mine []*artifact.VLLMScrape) (start, end *artifact.VLLMScrape, reasons []string) {
+func boundaryScrapes(mine []*artifact.MetricsScrape) (start, end *artifact.MetricsScrape, reasons []string) {
 	for _, r := range mine {
 		if r.OK() && r.Discovery != nil {
 			if r.Marker == artifact.ScrapeMarkerPhaseStart && start == nil {
@@ -81,7 +81,7 @@ func boundaryScrapes(mine []*artifact.VLLMScrape) (start, end *artifact.VLLMScra
 	}
 	for _, b := range []struct {
 		marker string
-		found  *artifact.VLLMScrape
+		found  *artifact.MetricsScrape
 	}{{artifact.ScrapeMarkerPhaseStart, start}, {artifact.ScrapeMarkerPhaseEnd, end}} {
 		if b.found != nil {
 			continue
@@ -105,7 +105,7 @@ type phaseWindow struct {
 	// own are the ok scrapes in the window from the start scrape's exporter (same process
 	// start, or both unknown); inside counts every ok scrape in the window, failed the
 	// failed ones.
-	own            []*artifact.VLLMScrape
+	own            []*artifact.MetricsScrape
 	inside, failed int
 	// reasons are engine_restart, engine_set_changed and exporter_identity_unknown, in that
 	// order, as found; epoch is the reason every counter and histogram delta takes instead
@@ -118,9 +118,9 @@ type phaseWindow struct {
 // (both included): a process start that differs from the start scrape's is a restart, one
 // that is unknown on any scrape leaves a restart possible, and a different engine label set
 // is a changed engine set.
-func windowOf(mine []*artifact.VLLMScrape, start, end *artifact.VLLMScrape) phaseWindow {
+func windowOf(mine []*artifact.MetricsScrape, start, end *artifact.MetricsScrape) phaseWindow {
 	var w phaseWindow
-	var inside []*artifact.VLLMScrape
+	var inside []*artifact.MetricsScrape
 	for _, r := range mine {
 		if r.ObservedAtNS < start.ObservedAtNS || r.ObservedAtNS > end.ObservedAtNS {
 			continue
@@ -145,7 +145,7 @@ func windowOf(mine []*artifact.VLLMScrape, start, end *artifact.VLLMScrape) phas
 		if !equalStrings(r.Discovery.Engines, start.Discovery.Engines) {
 			changed = true
 		}
-		if vllmmetrics.SameProcessStart(ps, startPS) {
+		if engine.SameProcessStart(ps, startPS) {
 			w.own = append(w.own, r)
 		}
 	}
@@ -168,7 +168,7 @@ func windowOf(mine []*artifact.VLLMScrape, start, end *artifact.VLLMScrape) phas
 // engineBlocks builds one block per engine label seen on either boundary scrape: counters
 // and histograms differenced between start and end, gauges over own (epoch: see
 // phaseWindow).
-func engineBlocks(start, end *artifact.VLLMScrape, own []*artifact.VLLMScrape, seconds float64, epoch string) map[string]*VLLMEngineBlock {
+func engineBlocks(start, end *artifact.MetricsScrape, own []*artifact.MetricsScrape, seconds float64, epoch string) map[string]*VLLMEngineBlock {
 	ixStart, ixEnd := indexScrape(start), indexScrape(end)
 	ixOwn := make([]*scrapeIndex, 0, len(own))
 	for _, r := range own {

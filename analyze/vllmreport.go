@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/inferprobe/inferprobe/artifact"
-	"github.com/inferprobe/inferprobe/artifact/vllmmetrics"
+	"github.com/inferprobe/inferprobe/engine"
 )
 
 // VLLMNote is telemetry.vllm.note.
@@ -107,7 +107,7 @@ type ExporterEpoch struct {
 // VLLMCaseTelemetry), and the run's infer.capabilities records (those whose
 // component starts with "vllm." are kept). With no scrape and no vLLM
 // capability the block is {"status":"absent"}.
-func VLLMTelemetry(scrapes []artifact.VLLMScrape, caseIDs []string, caps []artifact.Capabilities) *VLLMBlock {
+func VLLMTelemetry(scrapes []artifact.MetricsScrape, caseIDs []string, caps []artifact.Capabilities) *VLLMBlock {
 	capSummaries := map[string]CapabilitySummary{}
 	for _, c := range caps {
 		if strings.HasPrefix(c.Component, "vllm.") {
@@ -137,9 +137,9 @@ func VLLMTelemetry(scrapes []artifact.VLLMScrape, caseIDs []string, caps []artif
 // VLLMBlockOf builds the telemetry.vllm block of an artifact: its scrape
 // records, its vLLM capability records, and one case block per case with a
 // measured phase window (in window order). Errors: an undecodable scrape
-// record (wrapping artifact.ErrVLLMScrape).
+// record (wrapping artifact.ErrMetricsScrape).
 func VLLMBlockOf(a *artifact.Artifact) (*VLLMBlock, error) {
-	scrapes, err := artifact.VLLMScrapes(a)
+	scrapes, err := artifact.MetricsScrapes(a)
 	if err != nil {
 		return nil, err
 	}
@@ -162,13 +162,13 @@ func nonNil(s []string) []string {
 }
 
 // SummarizeScrapes builds the engine summary of a run's scrapes.
-func SummarizeScrapes(scrapes []artifact.VLLMScrape) *VLLMEngineSummary {
-	order := make([]*artifact.VLLMScrape, len(scrapes))
+func SummarizeScrapes(scrapes []artifact.MetricsScrape) *VLLMEngineSummary {
+	order := make([]*artifact.MetricsScrape, len(scrapes))
 	for i := range scrapes {
 		order[i] = &scrapes[i]
 	}
 	sort.SliceStable(order, func(i, j int) bool { return order[i].ObservedAtNS < order[j].ObservedAtNS })
-	t := vllmmetrics.NewTally()
+	t := engine.NewTally()
 	s := &VLLMEngineSummary{Epochs: []ExporterEpoch{}, DeprecatedSuccessors: map[string]string{}}
 	if len(scrapes) > 0 {
 		s.SourceURL = artifact.Ptr(scrapes[0].SourceURL)
@@ -179,7 +179,7 @@ func SummarizeScrapes(scrapes []artifact.VLLMScrape) *VLLMEngineSummary {
 			continue
 		}
 		ps := r.Discovery.ProcessStartNS
-		if n := len(s.Epochs); n > 0 && vllmmetrics.SameProcessStart(s.Epochs[n-1].ProcessStartNS, ps) {
+		if n := len(s.Epochs); n > 0 && engine.SameProcessStart(s.Epochs[n-1].ProcessStartNS, ps) {
 			s.Epochs[n-1].LastObservedAtNS = r.ObservedAtNS
 			s.Epochs[n-1].Scrapes++
 			continue

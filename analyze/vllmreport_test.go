@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/inferprobe/inferprobe/artifact"
-	"github.com/inferprobe/inferprobe/artifact/vllmmetrics"
-	"github.com/inferprobe/inferprobe/scrape/vllm"
+	"github.com/inferprobe/inferprobe/engine"
+	"github.com/inferprobe/inferprobe/scrape/prom"
 )
 
 func TestAbsentBlock(t *testing.T) {
@@ -36,11 +36,11 @@ func TestFromArtifact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := vllm.NewScraper(vllm.Config{URL: "http://127.0.0.1:8000/metrics", SessionID: "sess", RunID: "run-1", ClockDomain: "host/boot/unix_epoch_ns"})
+	s, err := prom.NewScraper(prom.Config{URL: "http://127.0.0.1:8000/metrics", SessionID: "sess", RunID: "run-1", ClockDomain: "host/boot/unix_epoch_ns"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tally := vllmmetrics.TallyOf(scrapeWindow(t, preText, postText))
+	tally := engine.TallyOf(scrapeWindow(t, preText, postText))
 	recs := []artifact.Record{
 		artifact.PhaseWindow{SessionID: "s", CaseID: testCase, Phase: "warmup"},
 		artifact.PhaseWindow{SessionID: "s", CaseID: testCase, Phase: artifact.PhaseMeasured},

@@ -3,8 +3,8 @@ package artifact
 // Components of infer.capabilities: the vLLM /metrics scraper and the OTLP
 // span receiver.
 const (
-	ComponentVLLMMetrics = "vllm.metrics"
-	ComponentVLLMSpans   = "vllm.spans"
+	ComponentMetrics = "vllm.metrics"
+	ComponentSpans   = "vllm.spans"
 )
 
 // Capabilities is the infer.capabilities v2 record: what a telemetry

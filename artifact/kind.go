@@ -35,13 +35,13 @@ const (
 	EventRequest                 = "infer.request"
 	EventCapabilities            = "infer.capabilities"
 	EventClockAlignment          = "infer.clock_alignment"
-	EventVLLMScrape              = "infer.vllm_scrape"
-	EventVLLMSpan                = "infer.vllm_span"
+	EventMetricsScrape           = "infer.vllm_scrape"
+	EventSpan                    = "infer.vllm_span"
 	EventTelemetrySample         = "infer.telemetry_sample"
 	EventSystemSample            = "infer.system_sample"
 	EventSummary                 = "infer.summary"
 	EventTraceWindow             = "infer.trace_window"
-	EventVLLMSpanContext         = "infer.vllm_span_context"
+	EventSpanContext             = "infer.vllm_span_context"
 	SessionSchemaVersion         = 1
 	ArtifactSchemaVersion        = 2
 	WorkloadSchemaVersion        = 1
@@ -51,15 +51,15 @@ const (
 	RequestSchemaVersion         = 1
 	CapabilitiesSchemaVersion    = 2
 	ClockAlignmentSchemaVersion  = 2
-	VLLMScrapeSchemaVersion      = 1
-	VLLMSpanSchemaVersion        = 1
+	MetricsScrapeSchemaVersion   = 1
+	SpanSchemaVersion            = 1
 	VLLMSpanV2SchemaVersion      = 2
-	VLLMSpanContextSchemaVersion = 1
+	SpanContextSchemaVersion     = 1
 	TelemetrySampleSchemaVersion = 1
 	SystemSampleSchemaVersion    = 1
 )
 
-// Kinds of the records. KindVLLMScrape, KindVLLMSpan and KindRequestV2 have
+// Kinds of the records. KindMetricsScrape, KindSpan and KindRequestV2 have
 // no Go type yet: the reader keeps them as *Raw.
 var (
 	KindSession         = Kind{EventSession, SessionSchemaVersion}
@@ -71,8 +71,8 @@ var (
 	KindRequest         = Kind{EventRequest, RequestSchemaVersion}
 	KindCapabilities    = Kind{EventCapabilities, CapabilitiesSchemaVersion}
 	KindClockAlignment  = Kind{EventClockAlignment, ClockAlignmentSchemaVersion}
-	KindVLLMScrape      = Kind{EventVLLMScrape, VLLMScrapeSchemaVersion}
-	KindVLLMSpan        = Kind{EventVLLMSpan, VLLMSpanSchemaVersion}
+	KindMetricsScrape   = Kind{EventMetricsScrape, MetricsScrapeSchemaVersion}
+	KindSpan            = Kind{EventSpan, SpanSchemaVersion}
 	KindTelemetrySample = Kind{EventTelemetrySample, TelemetrySampleSchemaVersion}
 	KindSystemSample    = Kind{EventSystemSample, SystemSampleSchemaVersion}
 	// KindRequestV2 is the correlation-model infer.request: the client request's
@@ -85,17 +85,17 @@ var (
 // The span kinds the Writer writes.
 var (
 	// KindVLLMSpanV2 is the infer.vllm_span line the Writer writes: "context"
-	// (right after "schema_version") names the KindVLLMSpanContext line that
+	// (right after "schema_version") names the KindSpanContext line that
 	// holds what the spans of one export share, attribute_values lists the
 	// attribute values in that context's key order, and default timestamp,
 	// status and dropped counts are left out (the format: vllmspan_v2.go).
 	// The reader keeps it as *Raw with Raw.Context resolved (SpanContexts);
-	// DecodeVLLMSpanRaw decodes it.
-	KindVLLMSpanV2 = Kind{EventVLLMSpan, VLLMSpanV2SchemaVersion}
-	// KindVLLMSpanContext is what the v2 span lines of one export share:
+	// DecodeSpanRaw decodes it.
+	KindVLLMSpanV2 = Kind{EventSpan, VLLMSpanV2SchemaVersion}
+	// KindSpanContext is what the v2 span lines of one export share:
 	// session, run, source, clock domain, resource, scope, attribute keys
-	// (VLLMSpanContext).
-	KindVLLMSpanContext = Kind{EventVLLMSpanContext, VLLMSpanContextSchemaVersion}
+	// (SpanContext).
+	KindSpanContext = Kind{EventSpanContext, SpanContextSchemaVersion}
 )
 
 // Header is the discriminator pair, for record types defined outside this

@@ -130,12 +130,12 @@ func eventTypeString(b []byte) string {
 		return EventCapabilities
 	case EventClockAlignment:
 		return EventClockAlignment
-	case EventVLLMScrape:
-		return EventVLLMScrape
-	case EventVLLMSpan:
-		return EventVLLMSpan
-	case EventVLLMSpanContext:
-		return EventVLLMSpanContext
+	case EventMetricsScrape:
+		return EventMetricsScrape
+	case EventSpan:
+		return EventSpan
+	case EventSpanContext:
+		return EventSpanContext
 	case EventTelemetrySample:
 		return EventTelemetrySample
 	case EventActivityRef:

@@ -66,8 +66,8 @@ func decodeLineIn(text []byte, sc *requestScratch) (Line, *LineError) {
 		rec.Value, err = decodeAs[Iteration](text)
 	case KindActivityRef:
 		rec.Value, err = decodeAs[ActivityRef](text)
-	case KindVLLMSpanContext:
-		rec.Value, err = DecodeVLLMSpanContext(text)
+	case KindSpanContext:
+		rec.Value, err = DecodeSpanContext(text)
 	default:
 		if err := syntaxError(text); err != nil {
 			return Line{}, &LineError{Err: err}

@@ -36,7 +36,7 @@ type Artifact struct {
 	// Others holds every record kept as *Raw (infer.request v2, vLLM scrapes
 	// and spans, unknown kinds) and any infer.artifact or
 	// infer.workload after the first. An infer.vllm_span v2 record has its
-	// Raw.Context resolved (decode it with DecodeVLLMSpanRaw).
+	// Raw.Context resolved (decode it with DecodeSpanRaw).
 	Others []Raw
 	// SpanContexts holds the file's infer.vllm_span_context records, by id.
 	SpanContexts SpanContexts
@@ -182,7 +182,7 @@ func (a *Artifact) add(rec Line, in interner) error {
 		a.Iterations = append(a.Iterations, *v)
 	case *ActivityRef:
 		// counted in Stats.Kinds only
-	case *VLLMSpanContext:
+	case *SpanContext:
 		return a.KeepSpanContext(v, rec.Line)
 	case *Raw:
 		return a.KeepRaw(v, rec.Line)
@@ -192,7 +192,7 @@ func (a *Artifact) add(rec Line, in interner) error {
 
 // KeepSpanContext adds c, read at 1-based line, to a.SpanContexts; the error
 // is a *LineError (field context_id) for an id defined before with other content.
-func (a *Artifact) KeepSpanContext(c *VLLMSpanContext, line int) error {
+func (a *Artifact) KeepSpanContext(c *SpanContext, line int) error {
 	if err := a.SpanContexts.Add(c); err != nil {
 		return &LineError{Line: line, Field: "context_id", Err: err}
 	}

@@ -46,7 +46,7 @@ type Line struct {
 	Kind Kind
 	// Value is *Session, *ArtifactHeader, *Workload, *SLORecord,
 	// *CacheState, *PhaseWindow, *Request, *Capabilities, *ClockAlignment,
-	// *TelemetrySample, *Iteration, *ActivityRef or *VLLMSpanContext for those kinds (the Kind*
+	// *TelemetrySample, *Iteration, *ActivityRef or *SpanContext for those kinds (the Kind*
 	// variables), and *Raw for every other kind, including infer.request v2, infer.vllm_span
 	// (v2 with Raw.Context unresolved: Read decodes lines one by one; ReadFile resolves it) and
 	// lines without an event_type.

@@ -131,7 +131,7 @@ func TestReadKeepsUnknownAndV2Records(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := len(sampleRecords())
-	wantKinds := []Kind{KindRequestV2, {"infer.brand_new", 7}, {}, KindVLLMScrape, {EventSession, 3}}
+	wantKinds := []Kind{KindRequestV2, {"infer.brand_new", 7}, {}, KindMetricsScrape, {EventSession, 3}}
 	for i, want := range wantKinds {
 		r := recs[n+i]
 		raw, ok := r.Value.(*Raw)

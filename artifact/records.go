@@ -20,7 +20,7 @@ type Raw struct {
 	// (KindVLLMSpanV2), resolved by the reader from the file's earlier
 	// infer.vllm_span_context line (SpanContexts.Resolve); nil for every
 	// other kind and for a Raw built by hand.
-	Context *VLLMSpanContext
+	Context *SpanContext
 }
 
 // RecordKind returns the kind the line carried.

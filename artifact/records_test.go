@@ -103,8 +103,8 @@ func sampleRecords() []Record {
 			OutputTokens: []int64{128}, RequestCount: Ptr(int64(200)), Stream: true, StreamIncludeUsage: true, Tokenizer: "auto",
 			SystemSampler: "none", Arrivals: []ArrivalSpec{{Mode: ArrivalClosed}, {Mode: "burst", BurstSize: Ptr(int64(8)), BurstIntervalSeconds: Ptr(1.5)}},
 			MaxInFlight: Ptr(int64(128)), Overflow: Ptr("wait"), Prompts: PromptSpec{Mode: "repeat"}, CacheState: "unspecified", CacheResetTimeoutSeconds: 10,
-			VLLMMetrics:        &VLLMMetricsConfig{URL: "http://127.0.0.1:8000/metrics", IntervalSeconds: 1, TimeoutSeconds: 60, Authorization: Ptr("bearer")},
-			VLLMSpans:          json.RawMessage(`null`),
+			ServerMetrics:      &MetricsConfig{URL: "http://127.0.0.1:8000/metrics", IntervalSeconds: 1, TimeoutSeconds: 60, Authorization: Ptr("bearer")},
+			ServerSpans:        json.RawMessage(`null`),
 			EnvironmentProxies: EnvironmentProxies{Policy: "ignored", Schemes: []string{"https"}},
 		}},
 		Ptr(NewArtifactHeader("run-1", testSession, "v0.1.0", startNS, host, 4242)),
@@ -289,14 +289,14 @@ func TestMarshalLineRefusesHeaderless(t *testing.T) {
 	if _, err := MarshalLine(struct {
 		Header
 		V float64 `json:"v"`
-	}{Header: HeaderOf(KindVLLMScrape), V: math.NaN()}); err == nil {
+	}{Header: HeaderOf(KindMetricsScrape), V: math.NaN()}); err == nil {
 		t.Error("NaN float64 accepted")
 	}
 	type scrape struct {
 		Header
 		Value Float `json:"value"`
 	}
-	line, err := MarshalLine(scrape{Header: HeaderOf(KindVLLMScrape), Value: Float(math.Inf(-1))})
+	line, err := MarshalLine(scrape{Header: HeaderOf(KindMetricsScrape), Value: Float(math.Inf(-1))})
 	if err != nil || string(line) != `{"event_type":"infer.vllm_scrape","schema_version":1,"value":"-Inf"}` {
 		t.Fatalf("Header-embedding record: %s, %v", line, err)
 	}

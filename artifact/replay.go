@@ -30,10 +30,10 @@ func (a *Artifact) Replay(sink Sink) (skipped int, err error) {
 		}
 	}
 	for i := range a.Others {
-		if a.Others[i].Kind.EventType != EventVLLMSpan {
+		if a.Others[i].Kind.EventType != EventSpan {
 			continue
 		}
-		s, err := DecodeVLLMSpanRaw(a.Others[i])
+		s, err := DecodeSpanRaw(a.Others[i])
 		if err != nil {
 			return skipped, fmt.Errorf("%w: %s: infer.vllm_span: %w", ErrInvalidArtifact, a.Path, err)
 		}

@@ -73,16 +73,16 @@ type SessionConfig struct {
 	CacheState               string     `json:"cache_state"`
 	CacheResetURL            *string    `json:"cache_reset_url"`
 	CacheResetTimeoutSeconds float64    `json:"cache_reset_timeout_seconds"`
-	// VLLMMetrics is null when --vllm-metrics is off.
-	VLLMMetrics *VLLMMetricsConfig `json:"vllm_metrics"`
-	// VLLMSpans is the span receiver's settings object, or null when off;
+	// ServerMetrics is null when --vllm-metrics is off.
+	ServerMetrics *MetricsConfig `json:"vllm_metrics"`
+	// ServerSpans is the span receiver's settings object, or null when off;
 	// its shape belongs to the receiver package.
-	VLLMSpans          json.RawMessage    `json:"vllm_spans"`
+	ServerSpans        json.RawMessage    `json:"vllm_spans"`
 	EnvironmentProxies EnvironmentProxies `json:"environment_proxies"`
 }
 
-// VLLMMetricsConfig is the session config's vllm_metrics block.
-type VLLMMetricsConfig struct {
+// MetricsConfig is the session config's vllm_metrics block.
+type MetricsConfig struct {
 	URL             string  `json:"url"`
 	IntervalSeconds float64 `json:"interval_seconds"`
 	TimeoutSeconds  float64 `json:"timeout_seconds"`

@@ -6,7 +6,7 @@ import (
 )
 
 // Record is one record of a run as producers emit it and sinks receive it: a pointer to one
-// of the record types of this package (*Request, *VLLMSpan, *RequestSent, …; producers
+// of the record types of this package (*Request, *Span, *RequestSent, …; producers
 // always emit pointers, so that a sink's type switch names each type once), or a *Raw.
 // RecordKind names its event_type and schema_version.
 type Record interface {

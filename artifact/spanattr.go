@@ -44,7 +44,7 @@ const (
 
 // SpanLatencySeconds reads the latency attribute key (seconds) of a vLLM span's attributes:
 // the one rule the analysis, the SLO judgement and the live exporter apply. It returns the
-// value and "" when the attribute is a number (as VLLMSpan.Float reads it) that is finite, ≥ 0 and at most
+// value and "" when the attribute is a number (as Span.Float reads it) that is finite, ≥ 0 and at most
 // MaxSpanLatencySeconds; otherwise 0 and the reason: "span_attribute_missing:<key>" (absent,
 // or not a number: another string, a bool, null), ReasonNonFiniteValue, ReasonNegativeValue
 // or ReasonOutOfRangeValue. A value outside those bounds comes from a broken or hostile

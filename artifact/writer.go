@@ -176,7 +176,7 @@ func (w *Writer) Path() string { return w.path }
 // Transient records are not part of the artifact: Write skips them and
 // returns nil, also after Close.
 //
-// Spans (*VLLMSpan, and a *Raw infer.vllm_span v2 with its Context) are
+// Spans (*Span, and a *Raw infer.vllm_span v2 with its Context) are
 // written as infer.vllm_span v2 lines naming their infer.vllm_span_context
 // line (what the spans of one export share), which Write queues before the
 // first span line that names it, once per Writer (see spanLine). Span context records
@@ -189,11 +189,11 @@ func (w *Writer) Write(rec Record) error {
 	var err error
 	own := true // a line encoded here; a Raw's own bytes are not the Writer's
 	switch r := rec.(type) {
-	case *VLLMSpan:
+	case *Span:
 		line, err = w.spanLine(r)
-	case VLLMSpan:
+	case Span:
 		line, err = w.spanLine(&r)
-	case *VLLMSpanContext, VLLMSpanContext:
+	case *SpanContext, SpanContext:
 		return nil
 	case *Raw:
 		line, own, err = w.rawLine(r)
@@ -212,11 +212,11 @@ func (w *Writer) Write(rec Record) error {
 // shares r's bytes).
 func (w *Writer) rawLine(r *Raw) (line []byte, own bool, err error) {
 	switch r.Kind.EventType {
-	case EventVLLMSpanContext:
+	case EventSpanContext:
 		return nil, false, nil
-	case EventVLLMSpan:
+	case EventSpan:
 		if r.Kind == KindVLLMSpanV2 {
-			s, err := DecodeVLLMSpanRaw(*r)
+			s, err := DecodeSpanRaw(*r)
 			if err != nil {
 				return nil, false, err
 			}

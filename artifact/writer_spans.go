@@ -7,7 +7,7 @@ import (
 )
 
 // MaxWriterSpanContexts bounds the distinct span contexts one Writer writes
-// (see VLLMSpanContext). A span needing a further one is written as a
+// (see SpanContext). A span needing a further one is written as a
 // self-contained infer.vllm_span v1 line, so an exporter that varies its
 // resource or attribute names per span cannot grow the Writer's table
 // without bound.
@@ -26,7 +26,7 @@ type spanContextTable struct {
 // yet (past MaxWriterSpanContexts, r's v1 line instead). The context line is
 // queued while the table is locked, so every span line naming it is queued
 // after it, whichever goroutine writes first.
-func (w *Writer) spanLine(r *VLLMSpan) ([]byte, error) {
+func (w *Writer) spanLine(r *Span) ([]byte, error) {
 	enc, err := r.resourceScopeEncoding()
 	if err != nil {
 		return nil, fmt.Errorf("artifact: encoding %T: %w", r, err)
@@ -73,7 +73,7 @@ func (w *Writer) contextID(body []byte) (string, error) {
 	}
 	line := contextLine(id, body)
 	if len(line) > MaxLineBytes {
-		return "", fmt.Errorf("artifact: %s encodes to %d bytes, over the %d-byte line limit", EventVLLMSpanContext, len(line), MaxLineBytes)
+		return "", fmt.Errorf("artifact: %s encodes to %d bytes, over the %d-byte line limit", EventSpanContext, len(line), MaxLineBytes)
 	}
 	if err := w.enqueue(append(line, '\n'), false); err != nil {
 		return "", err
@@ -101,7 +101,7 @@ type lastSpanContext struct {
 
 // match returns the last context's id and sorted attribute names when r (whose resource
 // and scope encode to enc) has that context.
-func (c *lastSpanContext) match(r *VLLMSpan, enc []byte) (string, []string, bool) {
+func (c *lastSpanContext) match(r *Span, enc []byte) (string, []string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.id == "" || len(r.Attributes) != len(c.keys) || r.SessionID != c.session || r.RunID != c.run ||
@@ -117,7 +117,7 @@ func (c *lastSpanContext) match(r *VLLMSpan, enc []byte) (string, []string, bool
 }
 
 // store makes r's context (id, sorted names keys) the last one.
-func (c *lastSpanContext) store(r *VLLMSpan, enc []byte, id string, keys []string) {
+func (c *lastSpanContext) store(r *Span, enc []byte, id string, keys []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.session, c.run, c.source, c.clock = r.SessionID, r.RunID, r.Source, r.ClockDomain

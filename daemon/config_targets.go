@@ -8,7 +8,7 @@ import (
 
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/loadgen"
-	"github.com/inferprobe/inferprobe/scrape/vllm"
+	"github.com/inferprobe/inferprobe/scrape/prom"
 )
 
 // Target is a validated target.
@@ -78,7 +78,7 @@ func loadTarget(key string, t TargetFile) (*Target, error) {
 	switch t.MetricsURL {
 	case "":
 	case MetricsURLDefault:
-		u, err := vllm.DefaultMetricsURL(tg.Endpoint)
+		u, err := prom.DefaultMetricsURL(tg.Endpoint)
 		if err != nil {
 			return nil, cfgErr(key+".metrics_url", "%v", err)
 		}
@@ -96,12 +96,12 @@ func loadTarget(key string, t TargetFile) (*Target, error) {
 
 // scrapeConfig is the target's vLLM /metrics scraper configuration (a run's pipeline adds
 // its session, run and clock domain).
-func (t *Target) scrapeConfig() vllm.Config {
-	return vllm.Config{
+func (t *Target) scrapeConfig() prom.Config {
+	return prom.Config{
 		URL: t.MetricsURL, Endpoint: t.Endpoint, APIKey: t.apiKey, Timeout: min(t.ScrapeInterval, 10*time.Second),
 		Interval: t.ScrapeInterval,
 	}
 }
 
 // scraper returns a vLLM /metrics scraper of the target for the health loop.
-func (t *Target) scraper() (*vllm.Scraper, error) { return vllm.NewScraper(t.scrapeConfig()) }
+func (t *Target) scraper() (*prom.Scraper, error) { return prom.NewScraper(t.scrapeConfig()) }

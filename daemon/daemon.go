@@ -20,7 +20,7 @@ import (
 	"github.com/inferprobe/inferprobe/exporter"
 	"github.com/inferprobe/inferprobe/join"
 	"github.com/inferprobe/inferprobe/receiver"
-	"github.com/inferprobe/inferprobe/scrape/vllm"
+	"github.com/inferprobe/inferprobe/scrape/prom"
 )
 
 // Options configure a Daemon.
@@ -464,7 +464,7 @@ func (f *spanFeed) Capabilities(ctx artifact.Context) artifact.Capabilities {
 
 // Write routes one delivered span (the receiver's sink).
 func (f *spanFeed) Write(rec artifact.Record) error {
-	span, ok := rec.(*artifact.VLLMSpan)
+	span, ok := rec.(*artifact.Span)
 	if !ok {
 		return nil
 	}
@@ -502,7 +502,7 @@ func (f *spanFeed) Close() error { return nil }
 // scrapeLoop scrapes one target's vLLM /metrics for inferprobe_scrape_up / _duration_seconds.
 type scrapeLoop struct {
 	t    *Target
-	s    *vllm.Scraper
+	s    *prom.Scraper
 	exp  *exporter.Exporter
 	once sync.Once
 	quit chan struct{}

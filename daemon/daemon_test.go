@@ -26,18 +26,18 @@ import (
 var simModel = sim.DefaultConfig().Model
 
 // readArtifact reads a run's artifact and its spans.
-func readArtifact(t *testing.T, path string) (*artifact.Artifact, []artifact.VLLMSpan) {
+func readArtifact(t *testing.T, path string) (*artifact.Artifact, []artifact.Span) {
 	t.Helper()
 	a, err := artifact.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var spans []artifact.VLLMSpan
+	var spans []artifact.Span
 	for _, r := range a.Others {
-		if r.Kind.EventType != artifact.EventVLLMSpan {
+		if r.Kind.EventType != artifact.EventSpan {
 			continue
 		}
-		s, err := artifact.DecodeVLLMSpanRaw(r)
+		s, err := artifact.DecodeSpanRaw(r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,7 +242,7 @@ func TestSpanFeedRouting(t *testing.T) {
 	d := New(cfg, Options{Logger: quietLogger()})
 	type got struct {
 		run string
-		rec *artifact.VLLMSpan
+		rec *artifact.Span
 	}
 	var mu sync.Mutex
 	var written []got
@@ -250,7 +250,7 @@ func TestSpanFeedRouting(t *testing.T) {
 		return d.feed.Attach(runID, artifact.SinkFunc(func(rec artifact.Record) error {
 			mu.Lock()
 			defer mu.Unlock()
-			written = append(written, got{runID, rec.(*artifact.VLLMSpan)})
+			written = append(written, got{runID, rec.(*artifact.Span)})
 			return nil
 		}))
 	}
@@ -262,8 +262,8 @@ func TestSpanFeedRouting(t *testing.T) {
 	if err := recordsB.Write(&artifact.RequestSent{CaseID: "c1", TraceID: "0123456789abcdef0123456789abcdef"}); err != nil {
 		t.Fatal(err)
 	}
-	span := func(id string, trace string) *artifact.VLLMSpan {
-		s := &artifact.VLLMSpan{Name: artifact.RequestSpanName, Attributes: map[string]any{}}
+	span := func(id string, trace string) *artifact.Span {
+		s := &artifact.Span{Name: artifact.RequestSpanName, Attributes: map[string]any{}}
 		if id != "" {
 			s.Attributes[artifact.AttrRequestID] = id
 		}
@@ -276,7 +276,7 @@ func TestSpanFeedRouting(t *testing.T) {
 		v, _ := metric(t, d, "inferprobe_receiver_spans_unrouted_total", nil)
 		return v
 	}
-	for _, s := range []*artifact.VLLMSpan{
+	for _, s := range []*artifact.Span{
 		span("chatcmpl-inferprobe-"+ra+"-c1_in32_out8_measured_0_3", ""),
 		span("inferprobe-"+rb+"-c1_in32_out8_warmup_0_1-1a2b3c4d", ""),
 		span("chatcmpl-x", "0123456789abcdef0123456789abcdef"),

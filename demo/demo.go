@@ -24,7 +24,7 @@ import (
 	"github.com/inferprobe/inferprobe/loadgen/prompt"
 	"github.com/inferprobe/inferprobe/loadgen/schedule"
 	"github.com/inferprobe/inferprobe/run"
-	"github.com/inferprobe/inferprobe/scrape/vllm"
+	"github.com/inferprobe/inferprobe/scrape/prom"
 	"github.com/inferprobe/inferprobe/sim"
 )
 
@@ -178,14 +178,14 @@ func (d *Demo) runs(exp *exporter.Exporter, policy *analyze.Policy, version stri
 		if cases, err := c.Cases(); err == nil {
 			exp.InitCases(labels, policy.Name, []string{cases[0].ID})
 		}
-		metrics, err := vllm.DefaultMetricsURL(c.Endpoint)
+		metrics, err := prom.DefaultMetricsURL(c.Endpoint)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, Run{Title: r.title, exp: exp, labels: labels, spec: run.Spec{
 			Workload: &c, Tokenizer: tok, TokenizerName: "auto", Output: filepath.Join(d.Dir, r.file), Version: version,
 			SLO:      &run.SLO{Policy: policy, Source: analyze.SourceFlags},
-			Metrics:  &vllm.Config{URL: metrics, Endpoint: c.Endpoint, Timeout: min(c.Timeout, 30*time.Second), Interval: time.Second},
+			Metrics:  &prom.Config{URL: metrics, Endpoint: c.Endpoint, Timeout: min(c.Timeout, 30*time.Second), Interval: time.Second},
 			Receiver: &run.Receiver{GRPCListen: d.SpansAddr}, SpansDrain: time.Second,
 		}})
 	}

@@ -12,7 +12,7 @@ func BenchmarkRunWrite(b *testing.B) {
 	e := New(Options{})
 	r := e.StartRun(probeA)
 	recs := make([]*artifact.Request, 1024)
-	spans := make([]*artifact.VLLMSpan, len(recs))
+	spans := make([]*artifact.Span, len(recs))
 	for i := range recs {
 		recs[i] = okRequest("caseA", artifact.PhaseMeasured, i)
 		spans[i] = span("chatcmpl-"+*recs[i].XRequestID, "", 1)

@@ -213,7 +213,7 @@ func failedRequest(c, ph string, i int, status string) *artifact.Request {
 // traceID ("" for none) and latencies derived from k: queue k ms, prefill 2k ms, decode 10k
 // ms, server TTFT 3k ms, server e2e 13k ms (float64 seconds, as OTLP doubles decode). It has
 // no span id, so the join never takes it for a re-delivery of another (see withIDs).
-func span(id, traceID string, k float64) *artifact.VLLMSpan {
+func span(id, traceID string, k float64) *artifact.Span {
 	attrs := map[string]any{
 		artifact.AttrTimeInQueue:        k / 1000,
 		artifact.AttrTimeInModelPrefill: 2 * k / 1000,
@@ -225,7 +225,7 @@ func span(id, traceID string, k float64) *artifact.VLLMSpan {
 	if id != "" {
 		attrs[artifact.AttrRequestID] = id
 	}
-	s := &artifact.VLLMSpan{Name: artifact.RequestSpanName, Source: artifact.SpanSourceHTTP, Attributes: attrs}
+	s := &artifact.Span{Name: artifact.RequestSpanName, Source: artifact.SpanSourceHTTP, Attributes: attrs}
 	if traceID != "" {
 		s.TraceID = p(traceID)
 	}
@@ -234,13 +234,13 @@ func span(id, traceID string, k float64) *artifact.VLLMSpan {
 
 // withIDs sets s's trace id and span id, so that a delivery of the same ids is a re-delivery
 // of s (identical when its content is, conflicting otherwise), and returns s.
-func withIDs(s *artifact.VLLMSpan, traceID, spanID string) *artifact.VLLMSpan {
+func withIDs(s *artifact.Span, traceID, spanID string) *artifact.Span {
 	s.TraceID, s.SpanID = p(traceID), p(spanID)
 	return s
 }
 
 // redelivered is a copy of s as a second delivery brings it: the same ids and content.
-func redelivered(s *artifact.VLLMSpan) *artifact.VLLMSpan {
+func redelivered(s *artifact.Span) *artifact.Span {
 	c := *s
 	return &c
 }

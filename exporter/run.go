@@ -28,7 +28,7 @@ const (
 //     phase; a request recorded dropped was never sent);
 //   - measured *artifact.Request records feed the request counters and the client latency
 //     histograms, with each value the record's own definition gives (Request.ClientMetric);
-//   - *artifact.Request and *artifact.VLLMSpan records feed the run's live join (join.Live),
+//   - *artifact.Request and *artifact.Span records feed the run's live join (join.Live),
 //     and once the run's judgement arrives, the server histograms get one sample per measured
 //     request that join joined to exactly one span — a request quarantined as multiple_spans
 //     or conflicting_spans adds none, as in the report;
@@ -89,7 +89,7 @@ func (r *Run) Write(rec artifact.Record) error {
 		if v.Phase == artifact.PhaseMeasured {
 			r.request(v)
 		}
-	case *artifact.VLLMSpan:
+	case *artifact.Span:
 		r.live.Add(v) // every span: a re-delivery is recognised by its ids before its name
 
 	case *artifact.RunJudgement:

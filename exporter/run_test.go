@@ -235,7 +235,7 @@ func TestSpansJoined(t *testing.T) {
 		}
 	}
 	want := map[string][]float64{} // case → span k values observed
-	var delivered []*artifact.VLLMSpan
+	var delivered []*artifact.Span
 	for i, id := range forms {
 		// A trace id no request of the run sent, so that a span with an id joins by that id;
 		// the one without an id carries its request's trace id and joins by it.
@@ -440,7 +440,7 @@ func TestQuarantinedSpansAddNoServerSample(t *testing.T) {
 	// single: one span, delivered twice identically.
 	s1 := withIDs(span("chatcmpl-"+*single.XRequestID, "", 4), *single.TraceID, "00000000000000c1")
 	s2 := redelivered(s1)
-	spans := []*artifact.VLLMSpan{m1, c1, s1, m2, c2, s2}
+	spans := []*artifact.Span{m1, c1, s1, m2, c2, s2}
 	if c1.ContentDigest() == c2.ContentDigest() || s1.ContentDigest() != s2.ContentDigest() {
 		t.Fatal("the conflicting re-delivery has the same digest, or the identical one another")
 	}

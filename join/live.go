@@ -9,9 +9,9 @@ import (
 
 // SpanOf is the join's view of a recorded span: its ids, name, gen_ai.request.id and
 // attributes (shared, not copied), and the record itself, whose content digest
-// (artifact.VLLMSpan.ContentDigest) is computed only when a re-delivery of the same ids must
+// (artifact.Span.ContentDigest) is computed only when a re-delivery of the same ids must
 // be compared with it. The record must not change afterwards.
-func SpanOf(s *artifact.VLLMSpan) Span {
+func SpanOf(s *artifact.Span) Span {
 	js := Span{Name: s.Name, Attributes: s.Attributes, rec: s}
 	if s.TraceID != nil {
 		js.TraceID = *s.TraceID
@@ -47,11 +47,11 @@ func RequestOf(r *artifact.Request) (Request, bool) {
 // run's report uses. Live is safe for concurrent use.
 type Live struct {
 	mu    sync.Mutex
-	reqs  []Request            // the sent requests' join keys (not the records)
-	spans []*artifact.VLLMSpan // by reference: a span's attributes are its evidence
+	reqs  []Request        // the sent requests' join keys (not the records)
+	spans []*artifact.Span // by reference: a span's attributes are its evidence
 }
 
-// Add adds a *artifact.Request (its join keys, when it was sent) or a *artifact.VLLMSpan
+// Add adds a *artifact.Request (its join keys, when it was sent) or a *artifact.Span
 // (kept by reference: it must not change afterwards); other records are ignored.
 func (l *Live) Add(rec artifact.Record) {
 	switch v := rec.(type) {
@@ -61,7 +61,7 @@ func (l *Live) Add(rec artifact.Record) {
 			l.reqs = append(l.reqs, jr)
 			l.mu.Unlock()
 		}
-	case *artifact.VLLMSpan:
+	case *artifact.Span:
 		l.mu.Lock()
 		l.spans = append(l.spans, v)
 		l.mu.Unlock()
@@ -143,7 +143,7 @@ func (r *Route) Write(rec artifact.Record) error {
 func (r *Route) Close() error { return nil }
 
 // Route returns the run id the span belongs to, or ok false.
-func (rt *Router) Route(s *artifact.VLLMSpan) (runID string, ok bool) {
+func (rt *Router) Route(s *artifact.Span) (runID string, ok bool) {
 	rt.mu.RLock()
 	defer rt.mu.RUnlock()
 	if id, ok := s.String(artifact.AttrRequestID); ok {

@@ -40,7 +40,7 @@ type Span struct {
 	// record (SpanOf), the record's ContentDigest is taken, only if a second delivery of the
 	// same ids needs the comparison.
 	Digest string
-	rec    *artifact.VLLMSpan
+	rec    *artifact.Span
 	// Attributes are the span's attributes (gen_ai.latency.* in seconds); they become the
 	// request's server evidence when it joins.
 	Attributes map[string]any

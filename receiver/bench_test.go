@@ -22,10 +22,10 @@ import (
 // to a listening receiver, one after the other on one keep-alive
 // connection, and waits until the sink has seen every span. Run with -cpu 1
 // for the one-core figure (client, server and consumer share the core).
-func benchIngest(b *testing.B, body []byte, hdr map[string]string, consume func(artifact.VLLMSpan)) {
+func benchIngest(b *testing.B, body []byte, hdr map[string]string, consume func(artifact.Span)) {
 	var seen atomic.Int64
 	r := New(Options{SessionID: "sess-1", RunID: "run-1", Sink: artifact.SinkFunc(func(rec artifact.Record) error {
-		s := *rec.(*artifact.VLLMSpan)
+		s := *rec.(*artifact.Span)
 		if consume != nil {
 			consume(s)
 		}
@@ -108,7 +108,7 @@ func BenchmarkIngestHTTPJSON512(b *testing.B) {
 // BenchmarkIngestHTTPProtobuf512Artifact adds what `profile` does with each
 // span: encoding its infer.vllm_span line (artifact.MarshalLine).
 func BenchmarkIngestHTTPProtobuf512Artifact(b *testing.B) {
-	benchIngest(b, protoBody(b, vllmTraces(0, 512)), protoHdr, func(s artifact.VLLMSpan) {
+	benchIngest(b, protoBody(b, vllmTraces(0, 512)), protoHdr, func(s artifact.Span) {
 		if _, err := artifact.MarshalLine(s); err != nil {
 			b.Error(err)
 		}
@@ -189,7 +189,7 @@ func BenchmarkIngestHTTPProtobuf512File(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	benchIngest(b, protoBody(b, vllmTraces(0, 512)), protoHdr, func(s artifact.VLLMSpan) {
+	benchIngest(b, protoBody(b, vllmTraces(0, 512)), protoHdr, func(s artifact.Span) {
 		if err := w.Write(&s); err != nil {
 			b.Error(err)
 		}

@@ -147,8 +147,8 @@ func (r *Receiver) Capabilities(ctx artifact.Context) artifact.Capabilities {
 	}
 	return artifact.Capabilities{
 		Context:   ctx,
-		EventID:   "capabilities:" + artifact.ComponentVLLMSpans,
-		Component: artifact.ComponentVLLMSpans,
+		EventID:   "capabilities:" + artifact.ComponentSpans,
+		Component: artifact.ComponentSpans,
 		Available: available,
 		Supported: []string{CapHTTPProtobuf, CapHTTPJSON, CapGRPC, CapOTLPFile, CapJSONLFile},
 		Enabled:   enabled,

@@ -111,7 +111,7 @@ func collectorInterop(t *testing.T, bin, exporter, compression string) {
 
 // checkInterop asserts that spans holds every span posted exactly once and that some export
 // carried more than 10,000 of them.
-func checkInterop(t *testing.T, spans []artifact.VLLMSpan, want int, st Stats) {
+func checkInterop(t *testing.T, spans []artifact.Span, want int, st Stats) {
 	t.Helper()
 	seen := make(map[string]int, want)
 	perExport := map[int64]int{}

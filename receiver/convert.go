@@ -30,7 +30,7 @@ type convertOptions struct {
 
 // conversion is the result of convertTraces.
 type conversion struct {
-	records  []artifact.VLLMSpan
+	records  []artifact.Span
 	rejected int
 	// reason describes the first rejected span.
 	reason string
@@ -64,7 +64,7 @@ func clockDomainName(name string) string {
 // validation are counted in rejected (strict mode) or kept (lenient).
 func convertTraces(td ptrace.Traces, o convertOptions) conversion {
 	n := td.SpanCount()
-	res := conversion{records: make([]artifact.VLLMSpan, 0, n)}
+	res := conversion{records: make([]artifact.Span, 0, n)}
 	// One backing array for the *int64 fields of every record: 3 per span
 	// (start, end; timestamp points at start's copy; received is shared
 	// per record below).
@@ -127,35 +127,35 @@ type batchShared struct {
 }
 
 // convertSpan builds one record, or returns why the span is rejected.
-func convertSpan(sp ptrace.Span, o convertOptions, intPtr func(int64) *int64, sh *batchShared) (artifact.VLLMSpan, string) {
+func convertSpan(sp ptrace.Span, o convertOptions, intPtr func(int64) *int64, sh *batchShared) (artifact.Span, string) {
 	name := validUTF8(sp.Name())
 	tid, sid, pid := sp.TraceID(), sp.SpanID(), sp.ParentSpanID()
 	start, end := int64(sp.StartTimestamp()), int64(sp.EndTimestamp())
 	if o.strict {
 		switch {
 		case name == "":
-			return artifact.VLLMSpan{}, "span without a name"
+			return artifact.Span{}, "span without a name"
 		case tid.IsEmpty():
-			return artifact.VLLMSpan{}, fmt.Sprintf("span %q: trace_id missing or all zero", truncate(name, 64))
+			return artifact.Span{}, fmt.Sprintf("span %q: trace_id missing or all zero", truncate(name, 64))
 		case sid.IsEmpty():
-			return artifact.VLLMSpan{}, fmt.Sprintf("span %q: span_id missing or all zero", truncate(name, 64))
+			return artifact.Span{}, fmt.Sprintf("span %q: span_id missing or all zero", truncate(name, 64))
 		}
 	} else if name == "" {
-		return artifact.VLLMSpan{}, "span without a name"
+		return artifact.Span{}, "span without a name"
 	}
 	// OTLP times are fixed64 nanoseconds; above int64 they cannot be a
 	// wall-clock time (year 2262+).
 	if start < 0 || end < 0 {
-		return artifact.VLLMSpan{}, fmt.Sprintf("span %q: timestamp beyond the int64 range", truncate(name, 64))
+		return artifact.Span{}, fmt.Sprintf("span %q: timestamp beyond the int64 range", truncate(name, 64))
 	}
 	if start != 0 && end != 0 && end < start {
-		return artifact.VLLMSpan{}, fmt.Sprintf("span %q: end %d precedes start %d", truncate(name, 64), end, start)
+		return artifact.Span{}, fmt.Sprintf("span %q: end %d precedes start %d", truncate(name, 64), end, start)
 	}
 	attrs, err := mapValue(sp.Attributes(), 1)
 	if err != nil {
-		return artifact.VLLMSpan{}, fmt.Sprintf("span %q: attributes: %v", truncate(name, 64), err)
+		return artifact.Span{}, fmt.Sprintf("span %q: attributes: %v", truncate(name, 64), err)
 	}
-	rec := artifact.VLLMSpan{
+	rec := artifact.Span{
 		SessionID:  o.sessionID,
 		RunID:      o.runID,
 		Source:     o.source,
@@ -291,7 +291,7 @@ func scopeValue(s pcommon.InstrumentationScope) (map[string]any, error) {
 	return m, nil
 }
 
-// mapValue converts OTLP attributes to a JSON-shaped map (see artifact.VLLMSpan).
+// mapValue converts OTLP attributes to a JSON-shaped map (see artifact.Span).
 // A repeated key keeps its last value.
 func mapValue(m pcommon.Map, depth int) (map[string]any, error) {
 	if depth > artifact.MaxSpanValueDepth {

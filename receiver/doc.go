@@ -2,7 +2,7 @@
 // trace receiver over HTTP (POST /v1/traces, protobuf and JSON, gzip) and
 // gRPC (the OTLP TraceService), decoded with the OpenTelemetry Collector's
 // pdata, and a reader for span files (`analyze --vllm-spans FILE`). Every
-// span becomes an artifact.VLLMSpan, the infer.vllm_span v1 record of the
+// span becomes an artifact.Span, the infer.vllm_span v1 record of the
 // artifact, with its start and end as exact integer nanoseconds, its
 // attributes under their native names, and the X-Request-Id recovered from
 // gen_ai.request.id (CandidateRequestIDs).

@@ -40,7 +40,7 @@ var ErrInvalidSpanFile = errors.New("invalid spans file")
 //     what a collector's file exporter writes) → Source "otlp_json_file";
 //     ids must be hex (base64 ids are refused), 64-bit integers may be
 //     numbers or strings and are read exactly;
-//   - infer.vllm_span v1 records (DecodeVLLMSpan) and v2 records, resolved
+//   - infer.vllm_span v1 records (DecodeSpan) and v2 records, resolved
 //     against the infer.vllm_span_context lines before them (an artifact
 //     file as the Writer writes it; an unknown context is an error); lines
 //     of other event_types, e.g. the rest of an artifact, are skipped →
@@ -59,7 +59,7 @@ var ErrInvalidSpanFile = errors.New("invalid spans file")
 // and wrap ErrInvalidSpanFile (a file without any span-bearing line, an
 // invalid line, a span without a name, end before start, limits exceeded);
 // a missing file gives the *fs.PathError of os.Open.
-func ReadSpanFile(path string) ([]artifact.VLLMSpan, error) {
+func ReadSpanFile(path string) ([]artifact.Span, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -81,7 +81,7 @@ func ReadSpanFile(path string) ([]artifact.VLLMSpan, error) {
 }
 
 // ReadSpans reads the content of a spans file from r; see ReadSpanFile.
-func ReadSpans(r io.Reader) ([]artifact.VLLMSpan, error) {
+func ReadSpans(r io.Reader) ([]artifact.Span, error) {
 	rd := &spanReader{}
 	br := bufio.NewReaderSize(io.LimitReader(r, MaxSpanFileBytes+1), 64<<10)
 	var acc []byte
@@ -121,7 +121,7 @@ func ReadSpans(r io.Reader) ([]artifact.VLLMSpan, error) {
 
 // spanReader accumulates the spans of one file.
 type spanReader struct {
-	spans    []artifact.VLLMSpan
+	spans    []artifact.Span
 	bearing  int // lines that were OTLP exports or spans
 	skipped  int // artifact records of other event types
 	nonEmpty bool
@@ -135,7 +135,7 @@ func (rd *spanReader) lineErr(line int, err error) error {
 	return fmt.Errorf("line %d: %w: %v", line, ErrInvalidSpanFile, err)
 }
 
-func (rd *spanReader) finish() ([]artifact.VLLMSpan, error) {
+func (rd *spanReader) finish() ([]artifact.Span, error) {
 	if !rd.nonEmpty {
 		return nil, fmt.Errorf("%w: the file is empty", ErrInvalidSpanFile)
 	}
@@ -146,7 +146,7 @@ func (rd *spanReader) finish() ([]artifact.VLLMSpan, error) {
 }
 
 // document reads a multi-line file as a sequence of JSON values.
-func (rd *spanReader) document(head []byte, rest io.Reader) ([]artifact.VLLMSpan, error) {
+func (rd *spanReader) document(head []byte, rest io.Reader) ([]artifact.Span, error) {
 	buf := bytes.NewBuffer(append(append([]byte(nil), head...), '\n'))
 	n, err := buf.ReadFrom(io.LimitReader(rest, MaxSpanFileDocumentBytes+1))
 	if err != nil {
@@ -191,10 +191,10 @@ func (rd *spanReader) value(text []byte) error {
 	if err := json.Unmarshal(text, &p); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidSpanFile, err)
 	}
-	var recs []artifact.VLLMSpan
+	var recs []artifact.Span
 	switch {
-	case p.EventType != nil && *p.EventType == artifact.EventVLLMSpanContext:
-		c, err := artifact.DecodeVLLMSpanContext(text)
+	case p.EventType != nil && *p.EventType == artifact.EventSpanContext:
+		c, err := artifact.DecodeSpanContext(text)
 		if err == nil {
 			err = rd.contexts.Add(c)
 		}
@@ -204,7 +204,7 @@ func (rd *spanReader) value(text []byte) error {
 		rd.skipped++
 		return nil
 	case p.EventType != nil:
-		if *p.EventType != artifact.EventVLLMSpan {
+		if *p.EventType != artifact.EventSpan {
 			rd.skipped++
 			return nil
 		}
@@ -216,7 +216,7 @@ func (rd *spanReader) value(text []byte) error {
 		if rec.ClockDomain == "" {
 			rec.ClockDomain = resourceDomain(rec.Resource)
 		}
-		recs = []artifact.VLLMSpan{rec}
+		recs = []artifact.Span{rec}
 	case p.ResourceSpans != nil || p.ResourceSpans2 != nil:
 		req := ptraceotlp.NewExportRequest()
 		if err := decodeJSONExport(req, text); err != nil {
@@ -232,7 +232,7 @@ func (rd *spanReader) value(text []byte) error {
 		}
 		recs = conv.records
 	case p.Name != nil:
-		rec, err := artifact.DecodeVLLMSpanObject(text)
+		rec, err := artifact.DecodeSpanObject(text)
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrInvalidSpanFile, err)
 		}
@@ -245,7 +245,7 @@ func (rd *spanReader) value(text []byte) error {
 		if rec.ClockDomain == "" {
 			rec.ClockDomain = resourceDomain(rec.Resource)
 		}
-		recs = []artifact.VLLMSpan{rec}
+		recs = []artifact.Span{rec}
 	default:
 		return fmt.Errorf("%w: neither an OTLP export (resourceSpans), an infer.vllm_span record nor a span object (name)", ErrInvalidSpanFile)
 	}

@@ -129,7 +129,7 @@ func TestReadSpanFileOTLPJSON(t *testing.T) {
 }
 
 // withRun stamps the ids and peer domain the receiver would have given.
-func withRun(s artifact.VLLMSpan) artifact.VLLMSpan {
+func withRun(s artifact.Span) artifact.Span {
 	s.SessionID, s.RunID, s.ClockDomain = "sess-1", "run-1", "127.0.0.1/unix_epoch_ns"
 	return s
 }

@@ -11,15 +11,15 @@ import (
 	"github.com/inferprobe/inferprobe/artifact"
 )
 
-// roundTrip checks that a record survives MarshalJSON → artifact.DecodeVLLMSpan
+// roundTrip checks that a record survives MarshalJSON → artifact.DecodeSpan
 // with the same content digest.
-func roundTrip(t *testing.T, rec artifact.VLLMSpan) {
+func roundTrip(t *testing.T, rec artifact.Span) {
 	t.Helper()
 	line, err := rec.MarshalJSON()
 	if err != nil {
 		t.Fatalf("marshal %+v: %v", rec, err)
 	}
-	back, err := artifact.DecodeVLLMSpan(line)
+	back, err := artifact.DecodeSpan(line)
 	if err != nil {
 		t.Fatalf("decode %s: %v", line, err)
 	}
@@ -38,7 +38,7 @@ func FuzzHTTPJSONExport(f *testing.F) {
 	f.Add([]byte(`{"resource_spans":[{"scope_spans":[{"spans":[{"trace_id":"0af7651916cd43dd8448eb211c80319c","span_id":"b7ad6b7169203331","name":"x","kind":"SPAN_KIND_SERVER","status":{"code":"STATUS_CODE_ERROR"}}]}]}]}`))
 	f.Add([]byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203331","name":"x","attributes":[{"key":"a","value":{"arrayValue":{"values":[{"kvlistValue":{"values":[{"key":"b","value":{"bytesValue":"AQI="}}]}}]}}}]}]}]}]}`))
 	f.Add([]byte(`[]`))
-	var got []artifact.VLLMSpan
+	var got []artifact.Span
 	r := New(Options{SessionID: "s", RunID: "r", MaxBodyBytes: 1 << 20})
 	f.Cleanup(func() { r.Close() })
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -105,7 +105,7 @@ func FuzzReadSpans(f *testing.F) {
 	lines := bytes.Split(fixture, []byte("\n"))
 	f.Add(append(append(append([]byte(nil), lines[0]...), '\n'), lines[12]...))
 	f.Add(jsonBody(f, vllmTraces(0, 2)))
-	line, _ := artifact.VLLMSpan{SessionID: "sess-1", RunID: "run-1", Source: artifact.SpanSourceHTTP, Name: artifact.RequestSpanName,
+	line, _ := artifact.Span{SessionID: "sess-1", RunID: "run-1", Source: artifact.SpanSourceHTTP, Name: artifact.RequestSpanName,
 		ClockDomain: "127.0.0.1/unix_epoch_ns", StartUnixNS: artifact.Ptr(baseNS), EndUnixNS: artifact.Ptr(baseNS + 489_659_671),
 		Attributes: map[string]any{artifact.AttrRequestID: "chatcmpl-inferprobe-run-1-c1_measured_0_0", artifact.AttrE2E: 0.489}}.MarshalJSON()
 	f.Add(line)

@@ -137,7 +137,7 @@ func gzipped(t testing.TB, b []byte) []byte {
 // collector is a sink that keeps every span.
 type collector struct {
 	mu    sync.Mutex
-	spans []artifact.VLLMSpan
+	spans []artifact.Span
 	added chan struct{}
 }
 
@@ -146,7 +146,7 @@ func newCollector() *collector { return &collector{added: make(chan struct{}, 1)
 func (c *collector) Close() error { return nil }
 
 func (c *collector) Write(rec artifact.Record) error {
-	r := *rec.(*artifact.VLLMSpan)
+	r := *rec.(*artifact.Span)
 	c.mu.Lock()
 	c.spans = append(c.spans, r)
 	c.mu.Unlock()
@@ -157,14 +157,14 @@ func (c *collector) Write(rec artifact.Record) error {
 	return nil
 }
 
-func (c *collector) all() []artifact.VLLMSpan {
+func (c *collector) all() []artifact.Span {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]artifact.VLLMSpan(nil), c.spans...)
+	return append([]artifact.Span(nil), c.spans...)
 }
 
 // wait returns once n spans arrived, or fails after timeout.
-func (c *collector) wait(t testing.TB, n int, timeout time.Duration) []artifact.VLLMSpan {
+func (c *collector) wait(t testing.TB, n int, timeout time.Duration) []artifact.Span {
 	t.Helper()
 	deadline := time.After(timeout)
 	for {

@@ -27,7 +27,7 @@ var (
 )
 
 // checkVLLMRecord asserts that rec is span i of batch as vllmSpec built it.
-func checkVLLMRecord(t *testing.T, rec artifact.VLLMSpan, batch, i int, source string) {
+func checkVLLMRecord(t *testing.T, rec artifact.Span, batch, i int, source string) {
 	t.Helper()
 	s := vllmSpec(batch, i)
 	if rec.Name != artifact.RequestSpanName || rec.Source != source || rec.SessionID != "sess-1" || rec.RunID != "run-1" {
@@ -363,10 +363,10 @@ func TestGzipBombRefusedEarly(t *testing.T) {
 func TestHTTPQueueFull(t *testing.T) {
 	release := make(chan struct{})
 	var mu sync.Mutex
-	var got []artifact.VLLMSpan
+	var got []artifact.Span
 	r := startReceiver(t, Options{SessionID: "sess-1", RunID: "run-1", QueueSpans: 25, RetryAfter: 1500 * time.Millisecond,
 		Sink: artifact.SinkFunc(func(rec artifact.Record) error {
-			s := *rec.(*artifact.VLLMSpan)
+			s := *rec.(*artifact.Span)
 			<-release
 			mu.Lock()
 			got = append(got, s)

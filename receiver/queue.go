@@ -58,7 +58,7 @@ func (r *Receiver) WriteErr() error {
 type queue struct {
 	mu       sync.Mutex
 	cond     sync.Cond
-	batches  [][]artifact.VLLMSpan
+	batches  [][]artifact.Span
 	sizes    []int64
 	spans    int
 	bytes    int64
@@ -77,7 +77,7 @@ func (q *queue) init(maxSpans int, maxBytes int64) {
 // errStopped once the queue is closed, and with an error wrapping
 // errQueueFull when the export does not fit whole; an export always fits an
 // empty queue.
-func (q *queue) push(batch []artifact.VLLMSpan, size int64) error {
+func (q *queue) push(batch []artifact.Span, size int64) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
@@ -115,7 +115,7 @@ func (q *queue) fullErr() error {
 }
 
 // pop blocks for the next batch; false once the queue is closed and empty.
-func (q *queue) pop() ([]artifact.VLLMSpan, int64, bool) {
+func (q *queue) pop() ([]artifact.Span, int64, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for len(q.batches) == 0 {

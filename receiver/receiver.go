@@ -78,7 +78,7 @@ type Options struct {
 	// SessionID and RunID are stamped on every record.
 	SessionID string
 	RunID     string
-	// Sink receives every accepted span as a *artifact.VLLMSpan, in arrival
+	// Sink receives every accepted span as a *artifact.Span, in arrival
 	// order, from one goroutine the Receiver owns (never concurrently). A
 	// slow sink fills the queue, and exporters are then told to retry (503 /
 	// Unavailable). The first Write error is kept (WriteErr); later spans are
@@ -188,7 +188,7 @@ func (o *Options) setDefaults() {
 
 // Receiver is an OTLP trace receiver: OTLP/HTTP (POST /v1/traces, protobuf
 // and JSON, optionally gzip) through ServeHTTP, and the OTLP gRPC
-// TraceService. Decoded spans become artifact.VLLMSpan values delivered to
+// TraceService. Decoded spans become artifact.Span values delivered to
 // Options.Sink by one goroutine through a bounded queue.
 //
 // Answers follow the OTLP specification, one outcome table for both

@@ -55,12 +55,12 @@ func exportWithSDK(t *testing.T, exp sdktrace.SpanExporter, n int, hostName stri
 	}
 }
 
-func checkSDKSpans(t *testing.T, got []artifact.VLLMSpan, n int, source, hostName string) {
+func checkSDKSpans(t *testing.T, got []artifact.Span, n int, source, hostName string) {
 	t.Helper()
 	if len(got) != n {
 		t.Fatalf("got %d spans, want %d", len(got), n)
 	}
-	byID := map[string]artifact.VLLMSpan{}
+	byID := map[string]artifact.Span{}
 	for _, r := range got {
 		byID[*r.RequestID] = r
 	}

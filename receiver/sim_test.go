@@ -92,7 +92,7 @@ func TestSimEndToEnd(t *testing.T) {
 				t.Fatal(err)
 			}
 			spans := col.wait(t, n, 15*time.Second)
-			byReq := map[string]artifact.VLLMSpan{}
+			byReq := map[string]artifact.Span{}
 			for _, sp := range spans {
 				if sp.RequestID == nil {
 					t.Fatalf("span without request id: %+v", sp)

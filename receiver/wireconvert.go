@@ -32,7 +32,7 @@ func convertProto(b []byte, o convertOptions, spans int) (conversion, bool) {
 		dropped: map[string]int64{"attributes": 0, "events": 0, "links": 0},
 	}}
 	c.walk.lim = scanLimits{maxElements: math.MaxInt, maxDepth: maxSkipDepth}
-	c.res.records = make([]artifact.VLLMSpan, 0, spans)
+	c.res.records = make([]artifact.Span, 0, spans)
 	c.ints = make([]int64, 0, 3*spans)
 	for it := fieldsOf(b); it.more(); {
 		f, ok := it.next()
@@ -308,22 +308,22 @@ type wireSpan struct {
 // span converts one Span: trace_id = 1, span_id = 2, trace_state = 3, parent_span_id = 4,
 // name = 5, kind = 6, start = 7, end = 8, attributes = 9, dropped counts = 10, 12, 14,
 // events = 11, links = 13, status = 15, flags = 16.
-func (c *wireConverter) span(b []byte) (artifact.VLLMSpan, bool) {
+func (c *wireConverter) span(b []byte) (artifact.Span, bool) {
 	s := wireSpan{attrs: make(map[string]any, c.lastAttrs)}
 	for it := fieldsOf(b); it.more(); {
 		f, ok := it.next()
 		if !ok || !c.spanField(&s, f) {
-			return artifact.VLLMSpan{}, false
+			return artifact.Span{}, false
 		}
 	}
 	if len(s.name) == 0 || !nonZero(s.traceID, 16) || !nonZero(s.spanID, 8) ||
 		s.start > math.MaxInt64 || s.end > math.MaxInt64 || (s.start != 0 && s.end != 0 && s.end < s.start) {
-		return artifact.VLLMSpan{}, false // rejected: the decoding path says why
+		return artifact.Span{}, false // rejected: the decoding path says why
 	}
 	attrs := s.attrs
 	c.lastAttrs = len(attrs)
 	ok := true
-	rec := artifact.VLLMSpan{
+	rec := artifact.Span{
 		SessionID:  c.o.sessionID,
 		RunID:      c.o.runID,
 		Source:     c.o.source,
@@ -338,7 +338,7 @@ func (c *wireConverter) span(b []byte) (artifact.VLLMSpan, bool) {
 	copy(pid[:], s.parentID)
 	rec.TraceID, rec.SpanID, rec.ParentSpanID = idStrings(tid, sid, pid)
 	if rec.Status, ok = c.status(s.status); !ok {
-		return artifact.VLLMSpan{}, false
+		return artifact.Span{}, false
 	}
 	if d := s.dropped; d == [3]uint64{} {
 		rec.Dropped = c.sh.dropped

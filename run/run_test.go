@@ -166,7 +166,7 @@ func TestPipelineStop(t *testing.T) {
 type fakeFeed struct {
 	mu      sync.Mutex
 	spans   artifact.Sink
-	queue   chan *artifact.VLLMSpan
+	queue   chan *artifact.Span
 	done    chan struct{}
 	n       int
 	want    map[string]string // x_request_id → "one", "multiple", "conflicting"
@@ -176,7 +176,7 @@ type fakeFeed struct {
 func (f *fakeFeed) Addrs() (string, string) { return "fake:4318", "fake:4317" }
 
 func (f *fakeFeed) Attach(runID string, spans artifact.Sink) (artifact.Sink, func()) {
-	f.spans, f.queue, f.done, f.want = spans, make(chan *artifact.VLLMSpan, 1024), make(chan struct{}), map[string]string{}
+	f.spans, f.queue, f.done, f.want = spans, make(chan *artifact.Span, 1024), make(chan struct{}), map[string]string{}
 	go func() {
 		defer close(f.done)
 		for s := range f.queue {
@@ -187,7 +187,7 @@ func (f *fakeFeed) Attach(runID string, spans artifact.Sink) (artifact.Sink, fun
 }
 
 func (f *fakeFeed) Capabilities(ctx artifact.Context) artifact.Capabilities {
-	return artifact.Capabilities{Context: ctx, EventID: "capabilities:" + artifact.ComponentVLLMSpans, Component: artifact.ComponentVLLMSpans, Available: true}
+	return artifact.Capabilities{Context: ctx, EventID: "capabilities:" + artifact.ComponentSpans, Component: artifact.ComponentSpans, Available: true}
 }
 
 // learn answers each finished request with its spans.
@@ -202,9 +202,9 @@ func (f *fakeFeed) learn(rec artifact.Record) error {
 	n := f.n
 	f.want[*r.XRequestID] = kind
 	f.mu.Unlock()
-	span := func(spanID string, e2e float64) *artifact.VLLMSpan {
+	span := func(spanID string, e2e float64) *artifact.Span {
 		trace, id := *r.TraceID, spanID
-		return &artifact.VLLMSpan{Source: artifact.SpanSourceGRPC, Name: artifact.RequestSpanName, ClockDomain: "server/unix_epoch_ns",
+		return &artifact.Span{Source: artifact.SpanSourceGRPC, Name: artifact.RequestSpanName, ClockDomain: "server/unix_epoch_ns",
 			TraceID: &trace, SpanID: &id, Attributes: map[string]any{
 				artifact.AttrRequestID: "chatcmpl-" + *r.XRequestID, artifact.AttrE2E: e2e, artifact.AttrTimeInQueue: 0.001,
 				artifact.AttrTimeToFirstToken: 0.01, artifact.AttrTimeInModelPrefill: 0.002, artifact.AttrTimeInModelDecode: 0.02,
@@ -253,10 +253,10 @@ func TestLiveSeriesAgreeWithReport(t *testing.T) {
 	}
 	nspans := 0
 	for _, raw := range a.Others {
-		if raw.Kind.EventType != artifact.EventVLLMSpan {
+		if raw.Kind.EventType != artifact.EventSpan {
 			continue
 		}
-		s, err := artifact.DecodeVLLMSpanRaw(raw)
+		s, err := artifact.DecodeSpanRaw(raw)
 		if err != nil || s.RunID != "run-test-1" || s.SessionID != res.SessionID {
 			t.Fatalf("span %+v: %v", s, err)
 		}

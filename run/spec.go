@@ -25,7 +25,7 @@ import (
 	"github.com/inferprobe/inferprobe/loadgen"
 	"github.com/inferprobe/inferprobe/loadgen/client"
 	"github.com/inferprobe/inferprobe/loadgen/prompt"
-	"github.com/inferprobe/inferprobe/scrape/vllm"
+	"github.com/inferprobe/inferprobe/scrape/prom"
 	"github.com/inferprobe/inferprobe/trace"
 	"github.com/inferprobe/inferprobe/trace/kineto"
 )
@@ -49,7 +49,7 @@ type Spec struct {
 	SLO *SLO
 	// Metrics configures the vLLM /metrics scraper (URL, interval, timeout, endpoint, API key;
 	// the pipeline sets the session, run and clock domain); nil: no scrapes.
-	Metrics *vllm.Config
+	Metrics *prom.Config
 	// Receiver starts a span receiver for the run (profile, demo); Spans attaches the run to
 	// a receiver that outlives it (the daemon). At most one of them.
 	Receiver *Receiver

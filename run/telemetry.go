@@ -12,7 +12,7 @@ import (
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/loadgen"
 	"github.com/inferprobe/inferprobe/receiver"
-	"github.com/inferprobe/inferprobe/scrape/vllm"
+	"github.com/inferprobe/inferprobe/scrape/prom"
 )
 
 // receiverShutdown bounds the delivery of a run's own receiver's queued spans at the end.
@@ -22,8 +22,8 @@ const receiverShutdown = 5 * time.Second
 // receiver, or a feed's routing).
 type telemetry struct {
 	spec    *Spec
-	scraper *vllm.Scraper
-	sampler *vllm.PhaseSampler
+	scraper *prom.Scraper
+	sampler *prom.PhaseSampler
 
 	recv    *receiver.Receiver // the run's own receiver
 	bindErr error
@@ -44,7 +44,7 @@ func newTelemetry(spec *Spec, sessionID, clockDomain string) (*telemetry, error)
 	if spec.Metrics != nil {
 		c := *spec.Metrics
 		c.SessionID, c.RunID, c.ClockDomain = sessionID, spec.Workload.RunID, clockDomain
-		s, err := vllm.NewScraper(c)
+		s, err := prom.NewScraper(c)
 		if err != nil {
 			return nil, fmt.Errorf("vLLM metrics: %w", err)
 		}
@@ -72,7 +72,7 @@ func (t *telemetry) abort() {
 // sessionConfig fills the session config's vllm_metrics and vllm_spans blocks.
 func (t *telemetry) sessionConfig(sc *artifact.SessionConfig) {
 	if t.scraper != nil {
-		sc.VLLMMetrics = &artifact.VLLMMetricsConfig{
+		sc.ServerMetrics = &artifact.MetricsConfig{
 			URL: t.scraper.SourceURL(), IntervalSeconds: t.scraper.Interval().Seconds(),
 			TimeoutSeconds: t.scraper.Timeout().Seconds(), Authorization: t.scraper.Authorization(),
 		}
@@ -86,7 +86,7 @@ func (t *telemetry) sessionConfig(sc *artifact.SessionConfig) {
 	default:
 		return
 	}
-	sc.VLLMSpans, _ = json.Marshal(map[string]any{
+	sc.ServerSpans, _ = json.Marshal(map[string]any{
 		"http_listen": httpListen, "grpc_listen": grpcListen, "drain_seconds": t.spec.SpansDrain.Seconds(),
 	})
 }
@@ -106,7 +106,7 @@ func (t *telemetry) startSpans(ctx context.Context, sink artifact.Sink, sessionI
 		}
 	}
 	if t.scraper != nil {
-		t.sampler = vllm.NewPhaseSampler(t.scraper, sink, t.spec.Warn)
+		t.sampler = prom.NewPhaseSampler(t.scraper, sink, t.spec.Warn)
 	}
 }
 
@@ -172,9 +172,9 @@ func (s *spanIntake) open(sink artifact.Sink) {
 	s.mu.Unlock()
 }
 
-// Write stamps and writes a *artifact.VLLMSpan; other records are ignored.
+// Write stamps and writes a *artifact.Span; other records are ignored.
 func (s *spanIntake) Write(rec artifact.Record) error {
-	span, ok := rec.(*artifact.VLLMSpan)
+	span, ok := rec.(*artifact.Span)
 	if !ok {
 		return nil
 	}

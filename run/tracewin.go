@@ -10,7 +10,7 @@ import (
 
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/loadgen"
-	"github.com/inferprobe/inferprobe/scrape/vllm"
+	"github.com/inferprobe/inferprobe/scrape/prom"
 	"github.com/inferprobe/inferprobe/trace"
 )
 
@@ -30,7 +30,7 @@ type traceWindows struct {
 //
 // A window delayed until num_requests_running (trace.Options.AfterRunning) reads it from the
 // run's scraper, or, without one, from the endpoint's default /metrics.
-func newTraceWindows(spec *Spec, sessionID string, scraper *vllm.Scraper) (*traceWindows, error) {
+func newTraceWindows(spec *Spec, sessionID string, scraper *prom.Scraper) (*traceWindows, error) {
 	if spec.Trace == nil {
 		return nil, nil
 	}
@@ -122,13 +122,13 @@ func (tw *traceWindows) finish(ctx context.Context, header artifact.Context) err
 
 // runningScraper is the scraper a delayed window reads num_requests_running with: the run's
 // own, else one of the endpoint's default /metrics.
-func runningScraper(spec *Spec, scraper *vllm.Scraper) (*vllm.Scraper, error) {
+func runningScraper(spec *Spec, scraper *prom.Scraper) (*prom.Scraper, error) {
 	if scraper != nil {
 		return scraper, nil
 	}
-	u, err := vllm.DefaultMetricsURL(spec.Workload.Endpoint)
+	u, err := prom.DefaultMetricsURL(spec.Workload.Endpoint)
 	if err != nil {
 		return nil, err
 	}
-	return vllm.NewScraper(vllm.Config{URL: u, Endpoint: spec.Workload.Endpoint, APIKey: spec.Workload.APIKey, Timeout: 5 * time.Second})
+	return prom.NewScraper(prom.Config{URL: u, Endpoint: spec.Workload.Endpoint, APIKey: spec.Workload.APIKey, Timeout: 5 * time.Second})
 }

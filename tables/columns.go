@@ -8,12 +8,12 @@ import (
 
 // Sources of a column's values (manifest.json "source").
 const (
-	SourceClient         = "client"           // the infer.request record, as the client measured it
-	SourceVLLMSpan       = "vllm_span"        // the request's joined vLLM llm_request span
-	SourceClientVLLMSpan = "client+vllm_span" // a client value combined with span values
-	SourceSchedule       = "schedule"         // the intended (scheduled) arrival times
-	SourceServerUsage    = "server_usage"     // the usage block the server answered with
-	SourceNone           = "none"             // no source observes it: the column is left out
+	SourceClient      = "client"           // the infer.request record, as the client measured it
+	SourceSpan        = "vllm_span"        // the request's joined vLLM llm_request span
+	SourceClientSpan  = "client+vllm_span" // a client value combined with span values
+	SourceSchedule    = "schedule"         // the intended (scheduled) arrival times
+	SourceServerUsage = "server_usage"     // the usage block the server answered with
+	SourceNone        = "none"             // no source observes it: the column is left out
 )
 
 // rowInput is what one measured request's row is computed from.
@@ -22,7 +22,7 @@ type rowInput struct {
 	// completed is status ok: only a completed request has latency and token columns.
 	completed bool
 	// span holds the attributes of the request's joined span; nil when none joined.
-	span *artifact.VLLMSpan
+	span *artifact.Span
 	// interArrival is the gap in seconds from the previous intended arrival; hasIA is false
 	// for a case's first arrival and for a request without an intended time.
 	interArrival float64
@@ -61,33 +61,33 @@ var columns = []column{
 		definition: "request_e2e_time_excl_first_block_queue / output tokens"},
 	{name: "request_first_block_queue", source: SourceNone, unit: "s", why: whyBlocks,
 		definition: "the first block's queue wait before prefill (admission delay)"},
-	{name: "request_scheduling_delay", source: SourceVLLMSpan, unit: "s",
+	{name: "request_scheduling_delay", source: SourceSpan, unit: "s",
 		definition: "the joined span's gen_ai.latency.time_in_queue of a completed request",
 		value:      queue},
 	{name: "request_scheduling_delay_prefill", source: SourceNone, unit: "s", why: whyPhaseQueue,
 		definition: "queue wait before prefill phases"},
 	{name: "request_scheduling_delay_decode", source: SourceNone, unit: "s", why: whyPhaseQueue,
 		definition: "queue wait before decode phases"},
-	{name: "request_execution_time", source: SourceClientVLLMSpan, unit: "s",
+	{name: "request_execution_time", source: SourceClientSpan, unit: "s",
 		definition: "request_e2e_time − request_scheduling_delay (client e2e minus the span's queue time)",
 		value:      execution},
-	{name: "request_execution_time_normalized", source: SourceClientVLLMSpan, unit: "s/token",
+	{name: "request_execution_time_normalized", source: SourceClientSpan, unit: "s/token",
 		definition: "request_execution_time / output tokens (server-reported usage, at least one)",
 		value:      perToken(execution)},
-	{name: "request_prefill_time", source: SourceVLLMSpan, unit: "s",
+	{name: "request_prefill_time", source: SourceSpan, unit: "s",
 		definition: "the joined span's gen_ai.latency.time_in_model_prefill of a completed request",
 		value:      prefill},
 	{name: "request_kv_transfer_time", source: SourceNone, unit: "s", why: whyKV,
 		definition: "KV-cache transfer time, all blocks"},
 	{name: "request_kv_transfer_time_nonoverlapped", source: SourceNone, unit: "s", why: whyKV,
 		definition: "the part of the KV-cache transfer time not overlapped with prefill"},
-	{name: "request_decode_time", source: SourceVLLMSpan, unit: "s",
+	{name: "request_decode_time", source: SourceSpan, unit: "s",
 		definition: "the joined span's gen_ai.latency.time_in_model_decode of a completed request",
 		value:      decode},
-	{name: "request_decode_time_normalized", source: SourceVLLMSpan, unit: "s/token",
+	{name: "request_decode_time_normalized", source: SourceSpan, unit: "s/token",
 		definition: "request_decode_time / output tokens (server-reported usage, at least one)",
 		value:      perToken(decode)},
-	{name: "request_unaccounted_time", source: SourceClientVLLMSpan, unit: "s",
+	{name: "request_unaccounted_time", source: SourceClientSpan, unit: "s",
 		definition: "request_e2e_time − (request_scheduling_delay + request_prefill_time + request_decode_time): " +
 			"client time the server's span does not account for (network, HTTP, tokenisation, streaming)",
 		value: unaccounted},

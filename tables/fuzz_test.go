@@ -11,7 +11,7 @@ import (
 )
 
 // FuzzTablesRecords feeds the Sink an infer.vllm_scrape line (decoded by
-// artifact.DecodeVLLMScrape; an undecodable one is skipped, as the reader refuses it) and an
+// artifact.DecodeMetricsScrape; an undecodable one is skipped, as the reader refuses it) and an
 // infer.request line with arbitrary times, chunk gaps and span times: Close never panics,
 // and writes a manifest that is JSON and a timeline that is JSON with only X, i, C and M
 // events and no negative time or duration.
@@ -32,7 +32,7 @@ func FuzzTablesRecords(f *testing.F) {
 		sp := span(trace('a'), "a000000000000001", queue, queue, queue)
 		sp.StartUnixNS, sp.EndUnixNS = artifact.Ptr(t0+spanStart), artifact.Ptr(t0+spanEnd)
 		recs := []artifact.Record{r, sp}
-		if sc, err := artifact.DecodeVLLMScrape(scrape); err == nil {
+		if sc, err := artifact.DecodeMetricsScrape(scrape); err == nil {
 			recs = append(recs, &sc)
 		}
 		for _, rec := range recs {

@@ -67,10 +67,10 @@ func (s *Sink) WriteInput(in *analyze.Input) error {
 		}
 	}
 	for i := range a.Others {
-		if a.Others[i].Kind.EventType != artifact.EventVLLMSpan {
+		if a.Others[i].Kind.EventType != artifact.EventSpan {
 			continue
 		}
-		sp, err := artifact.DecodeVLLMSpanRaw(a.Others[i])
+		sp, err := artifact.DecodeSpanRaw(a.Others[i])
 		if err != nil {
 			return fmt.Errorf("%w: %s: infer.vllm_span: %w", artifact.ErrInvalidArtifact, a.Path, err)
 		}
@@ -78,7 +78,7 @@ func (s *Sink) WriteInput(in *analyze.Input) error {
 			return err
 		}
 	}
-	scrapes, err := artifact.VLLMScrapes(a)
+	scrapes, err := artifact.MetricsScrapes(a)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", artifact.ErrInvalidArtifact, a.Path, err)
 	}

@@ -157,7 +157,7 @@ func (t *table) manifest() Manifest {
 		switch {
 		case e.Written:
 			m.RequestPlots = append(m.RequestPlots, RequestPlotsDir+"/"+col.name+".csv")
-		case col.value != nil && (col.source == SourceVLLMSpan || col.source == SourceClientVLLMSpan):
+		case col.value != nil && (col.source == SourceSpan || col.source == SourceClientSpan):
 			e.Why = whyNoSpan
 		case col.value != nil:
 			e.Why = whyNoValue

@@ -25,7 +25,7 @@ const (
 type output struct {
 	t          *table
 	reqs       []*artifact.Request
-	spans      []*artifact.VLLMSpan
+	spans      []*artifact.Span
 	workers    *workerSamples
 	batches    batches
 	summary    Summary
@@ -160,7 +160,7 @@ func (o *output) writeRequestTables(dir string) error {
 			return err
 		}
 		group := GroupRequest
-		if col.source == SourceVLLMSpan || col.source == SourceClientVLLMSpan {
+		if col.source == SourceSpan || col.source == SourceClientSpan {
 			group = GroupServer
 		}
 		o.addFigure(&figure{file: base + ".png", kind: kindStep, title: col.name + " (exact CDF)",

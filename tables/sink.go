@@ -63,7 +63,7 @@ type Sink struct {
 	mu      sync.Mutex
 	live    join.Live
 	reqs    []*artifact.Request
-	spans   []*artifact.VLLMSpan
+	spans   []*artifact.Span
 	workers workerSamples
 	// header, aligns and steps place the imported engine steps on the client clock.
 	header  *artifact.ArtifactHeader
@@ -98,7 +98,7 @@ func (s *Sink) SetSummary(f func() (Summary, error)) {
 func New(dir string) *Sink { return &Sink{dir: dir} }
 
 // Write takes one record: a *artifact.Request (kept when measured; its join keys in any
-// case, so warmup spans are told apart), a *artifact.VLLMSpan, a *artifact.VLLMScrape, a
+// case, so warmup spans are told apart), a *artifact.Span, a *artifact.MetricsScrape, a
 // *artifact.Iteration, a *artifact.ClockAlignment or the first *artifact.ArtifactHeader. It keeps the pointers: the
 // records must not change afterwards. Always nil.
 func (s *Sink) Write(rec artifact.Record) error {
@@ -114,10 +114,10 @@ func (s *Sink) Write(rec artifact.Record) error {
 		if v.Phase == artifact.PhaseMeasured {
 			s.reqs = append(s.reqs, v)
 		}
-	case *artifact.VLLMSpan:
+	case *artifact.Span:
 		s.live.Add(v)
 		s.spans = append(s.spans, v)
-	case *artifact.VLLMScrape:
+	case *artifact.MetricsScrape:
 		s.workers.addScrape(v)
 	case *artifact.ArtifactHeader:
 		if s.header == nil {
@@ -176,7 +176,7 @@ func build(reqs []*artifact.Request, jr join.Result) *table {
 		if r.XRequestID != nil {
 			t.measuredXIDs = append(t.measuredXIDs, *r.XRequestID)
 			if attrs, ok := jr.Joined[*r.XRequestID]; ok {
-				in.span = &artifact.VLLMSpan{Attributes: attrs}
+				in.span = &artifact.Span{Attributes: attrs}
 			}
 		}
 		has := false

@@ -25,8 +25,8 @@ func req(id, phase, status string, intendedMS int64, e2eMS float64, prompt, outp
 	return r
 }
 
-func span(trace, spanID string, queue, prefill, decode float64) *artifact.VLLMSpan {
-	return &artifact.VLLMSpan{Name: artifact.RequestSpanName, TraceID: artifact.Ptr(trace), SpanID: artifact.Ptr(spanID),
+func span(trace, spanID string, queue, prefill, decode float64) *artifact.Span {
+	return &artifact.Span{Name: artifact.RequestSpanName, TraceID: artifact.Ptr(trace), SpanID: artifact.Ptr(spanID),
 		Attributes: map[string]any{artifact.AttrTimeInQueue: queue, artifact.AttrTimeInModelPrefill: prefill,
 			artifact.AttrTimeInModelDecode: decode}}
 }
@@ -153,8 +153,8 @@ func TestTablesManifest(t *testing.T) {
 	}
 	checks := []ColumnEntry{
 		{Name: "request_e2e_time", Written: true, Source: SourceClient, Unit: "s", Values: 3},
-		{Name: "request_scheduling_delay", Written: true, Source: SourceVLLMSpan, Unit: "s", Values: 2},
-		{Name: "request_unaccounted_time", Written: true, Source: SourceClientVLLMSpan, Unit: "s", Values: 2},
+		{Name: "request_scheduling_delay", Written: true, Source: SourceSpan, Unit: "s", Values: 2},
+		{Name: "request_unaccounted_time", Written: true, Source: SourceClientSpan, Unit: "s", Values: 2},
 		{Name: "request_inter_arrival_delay", Written: true, Source: SourceSchedule, Unit: "s", Values: 3},
 		{Name: "request_num_prompt_tokens", Written: true, Source: SourceServerUsage, Unit: "tokens", Values: 2},
 		{Name: "request_num_blocks", Source: SourceNone, Unit: "blocks", Why: whyBlocks},
@@ -193,7 +193,7 @@ func TestTablesRewriteWithoutSpans(t *testing.T) {
 	writeTables(t, dir, smallRun())
 	var noSpans []artifact.Record
 	for _, r := range smallRun() {
-		if _, ok := r.(*artifact.VLLMSpan); !ok {
+		if _, ok := r.(*artifact.Span); !ok {
 			noSpans = append(noSpans, r)
 		}
 	}
@@ -209,7 +209,7 @@ func TestTablesRewriteWithoutSpans(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range m.RequestMetrics.Columns {
-		if c.Name == "request_decode_time" && (c.Written || c.Why != whyNoSpan || c.Source != SourceVLLMSpan) {
+		if c.Name == "request_decode_time" && (c.Written || c.Why != whyNoSpan || c.Source != SourceSpan) {
 			t.Errorf("request_decode_time without spans: %+v", c)
 		}
 	}

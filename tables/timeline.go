@@ -118,7 +118,7 @@ func meta(kind string, pid, tid int, name string) event {
 
 // spansOf finds each request's joined span record: join.Result.Joined holds the span's own
 // attribute map, so the record is the span whose Attributes is that map.
-func (o *output) spansOf(reqs []*artifact.Request) map[*artifact.Request]*artifact.VLLMSpan {
+func (o *output) spansOf(reqs []*artifact.Request) map[*artifact.Request]*artifact.Span {
 	want := map[uintptr]*artifact.Request{}
 	for _, r := range reqs {
 		if r.XRequestID == nil {
@@ -128,7 +128,7 @@ func (o *output) spansOf(reqs []*artifact.Request) map[*artifact.Request]*artifa
 			want[reflect.ValueOf(attrs).Pointer()] = r
 		}
 	}
-	out := map[*artifact.Request]*artifact.VLLMSpan{}
+	out := map[*artifact.Request]*artifact.Span{}
 	for _, s := range o.spans {
 		if s.Attributes == nil {
 			continue
@@ -185,7 +185,7 @@ func clientEvents(r *artifact.Request, tid int) []event {
 // serverEvents are span s's events on thread tid: the span from its start to its end, and
 // its queue, prefill and decode times (gen_ai.latency.*, seconds) laid end to end so that
 // decode ends at the span's end. A span without both times gives none.
-func serverEvents(s *artifact.VLLMSpan, tid int) []event {
+func serverEvents(s *artifact.Span, tid int) []event {
 	if s.StartUnixNS == nil || s.EndUnixNS == nil || *s.EndUnixNS < *s.StartUnixNS {
 		return nil
 	}

@@ -50,7 +50,7 @@ const SourceScrape = "vllm_scrape"
 // addScrape takes the three gauges of every engine of an ok scrape, at its ObservedAtNS; a
 // failed scrape, and a non-finite value, adds nothing. A gauge exposed under several label
 // sets of one engine (model_name) is summed.
-func (ws *workerSamples) addScrape(r *artifact.VLLMScrape) {
+func (ws *workerSamples) addScrape(r *artifact.MetricsScrape) {
 	if !r.OK() {
 		return
 	}

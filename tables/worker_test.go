@@ -14,7 +14,7 @@ import (
 
 // scrapeAt is an ok scrape at t0+ms with, per engine, vllm:num_requests_waiting,
 // vllm:num_requests_running and vllm:kv_cache_usage_perc.
-func scrapeAt(ms int64, engines map[string][3]float64) *artifact.VLLMScrape {
+func scrapeAt(ms int64, engines map[string][3]float64) *artifact.MetricsScrape {
 	ss := &artifact.ScrapeSeries{Families: map[string]string{}, LabelSets: map[string]map[string]string{},
 		Values: map[string]map[string]artifact.SeriesValue{}, Helps: map[string]string{}}
 	fams := []string{"vllm:num_requests_waiting", "vllm:num_requests_running", "vllm:kv_cache_usage_perc"}
@@ -30,7 +30,7 @@ func scrapeAt(ms int64, engines map[string][3]float64) *artifact.VLLMScrape {
 		}
 		i++
 	}
-	return &artifact.VLLMScrape{ObservedAtNS: t0 + ms*1_000_000, Status: artifact.ScrapeOK, Marker: artifact.ScrapeMarkerInterval,
+	return &artifact.MetricsScrape{ObservedAtNS: t0 + ms*1_000_000, Status: artifact.ScrapeOK, Marker: artifact.ScrapeMarkerInterval,
 		Scrape: ss, Discovery: &artifact.ScrapeDiscovery{}}
 }
 
@@ -47,7 +47,7 @@ func workerRun() []artifact.Record {
 		}))
 	}
 	errText := "HTTP 503"
-	return append(recs, &artifact.VLLMScrape{ObservedAtNS: t0, Status: artifact.ScrapeError, Error: &errText})
+	return append(recs, &artifact.MetricsScrape{ObservedAtNS: t0, Status: artifact.ScrapeError, Error: &errText})
 }
 
 // ddValue is the value DDSketch (logarithmic mapping, relative accuracy 0.001) returns for a

@@ -18,7 +18,7 @@ type noRunFeed struct {
 }
 
 func (f *noRunFeed) Write(rec artifact.Record) error {
-	span, ok := rec.(*artifact.VLLMSpan)
+	span, ok := rec.(*artifact.Span)
 	if !ok {
 		return nil
 	}

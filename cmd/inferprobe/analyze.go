@@ -139,7 +139,7 @@ func (af *analyzeFlags) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	var spans []artifact.VLLMSpan
+	var spans []artifact.Span
 	for _, f := range af.vllmSpans {
 		recs, err := receiver.ReadSpanFile(f)
 		if err != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/inferprobe/inferprobe/artifact"
 	"github.com/inferprobe/inferprobe/loadgen"
 	"github.com/inferprobe/inferprobe/run"
-	"github.com/inferprobe/inferprobe/scrape/vllm"
+	"github.com/inferprobe/inferprobe/scrape/prom"
 )
 
 // Defaults of the vLLM telemetry flags (bare flag values).
@@ -93,7 +93,7 @@ func (tf *telemetryFlags) validate(cmd *cobra.Command, cfg *loadgen.Config) erro
 	if tf.metrics != "" {
 		mc, err := tf.metricsConfig(cfg)
 		if err == nil {
-			_, err = vllm.NewScraper(mc)
+			_, err = prom.NewScraper(mc)
 		}
 		if err != nil {
 			return usageErrorf("--vllm-metrics: %v", err)
@@ -104,15 +104,15 @@ func (tf *telemetryFlags) validate(cmd *cobra.Command, cfg *loadgen.Config) erro
 
 // metricsConfig is the scraper configuration of --vllm-metrics (the pipeline sets the
 // session, run and clock domain).
-func (tf *telemetryFlags) metricsConfig(cfg *loadgen.Config) (vllm.Config, error) {
+func (tf *telemetryFlags) metricsConfig(cfg *loadgen.Config) (prom.Config, error) {
 	u := tf.metrics
 	if u == bareMetricsFlag {
 		var err error
-		if u, err = vllm.DefaultMetricsURL(cfg.Endpoint); err != nil {
-			return vllm.Config{}, err
+		if u, err = prom.DefaultMetricsURL(cfg.Endpoint); err != nil {
+			return prom.Config{}, err
 		}
 	}
-	return vllm.Config{
+	return prom.Config{
 		URL: u, Endpoint: cfg.Endpoint, APIKey: cfg.APIKey, Timeout: min(cfg.Timeout, 30*time.Second),
 		Interval: time.Duration(tf.metricsInterval * float64(time.Second)),
 	}, nil

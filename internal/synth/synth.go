@@ -280,7 +280,7 @@ func (r Run) writeRequest(w artifact.Sink, rng *rand.Rand, req *artifact.Request
 
 // span is the k-th llm_request span of a sent request: queue, prefill and decode times that
 // add up to the server's e2e, a little under the client's.
-func span(rng *rand.Rand, req *artifact.Request, k int) *artifact.VLLMSpan {
+func span(rng *rand.Rand, req *artifact.Request, k int) *artifact.Span {
 	e2eMs := *req.E2ELatencyMS - 0.5
 	queue := 0.2 + rng.Float64()
 	prefill := 5 + 5*rng.Float64()
@@ -290,7 +290,7 @@ func span(rng *rand.Rand, req *artifact.Request, k int) *artifact.VLLMSpan {
 	end := start + int64(e2eMs*1e6)
 	trace := *req.TraceID
 	id := hexDigest(fmt.Sprintf("%s/%d", *req.XRequestID, k))[:16]
-	return &artifact.VLLMSpan{
+	return &artifact.Span{
 		SessionID: req.SessionID, RunID: RunID, Source: artifact.SpanSourceGRPC, Name: artifact.RequestSpanName,
 		ClockDomain: "vllm-host/unix_epoch_ns", ReceivedAtNS: artifact.Ptr(end + int64(5*time.Second)), TimestampNS: &start,
 		TraceID: &trace, SpanID: &id, Kind: artifact.Ptr("SERVER"), StartUnixNS: &start, EndUnixNS: &end,
