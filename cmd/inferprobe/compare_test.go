@@ -124,3 +124,31 @@ func TestAnalyzeExportsAndCost(t *testing.T) {
 		}
 	}
 }
+
+// pareto: the table of a directory of runs, the PNG, and its exit codes.
+func TestParetoVerb(t *testing.T) {
+	dir := t.TempDir()
+	writeSynthRun(t, dir, "a.jsonl", synth.Run{Requests: 200, Cases: 2, Seed: 1})
+	writeSynthRun(t, dir, "b.jsonl", synth.Run{Requests: 200, Cases: 2, Seed: 2, TTFTScale: 2})
+	out := filepath.Join(t.TempDir(), "front.png")
+	code, stdout, stderr := runCLI(t, "pareto", dir, "--gpus", "8", "--cost-per-gpu-hour", "2", "--png", out)
+	if code != exitOK || !strings.Contains(stdout, "4 points; throughput in output tok/s (per GPU, 8 GPUs)") || !strings.Contains(stderr, "Pareto plot saved to: "+out) {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if fi, err := os.Stat(out); err != nil || fi.Size() < 10_000 {
+		t.Fatalf("png %v", err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{filepath.Join(dir, "none.jsonl")}, exitBadInput},
+		{[]string{dir, "--gpus", "0"}, exitUsage},
+		{[]string{dir, "--attainment-target", "1.5"}, exitUsage},
+		{[]string{dir, "--format", "html"}, exitUsage},
+	} {
+		if code, _, stderr := runCLI(t, append([]string{"pareto"}, tc.args...)...); code != tc.code {
+			t.Errorf("%v: exit %d (want %d) %s", tc.args, code, tc.code, stderr)
+		}
+	}
+}
