@@ -73,7 +73,7 @@ func TestParetoSearchDirectory(t *testing.T) {
 			decision = artifact.DecisionFail
 		}
 		// The record names the artifact where the search ran: pareto finds it by its name.
-		probes = append(probes, artifact.SearchProbe{Index: i + 1, Value: float64(int(4)<<i), Decision: decision, Artifact: filepath.Join("/elsewhere", filepath.Base(path))})
+		probes = append(probes, artifact.SearchProbe{Index: i + 1, Value: float64(int(4) << i), Decision: decision, Artifact: filepath.Join("/elsewhere", filepath.Base(path))})
 	}
 	if err := capacity.WriteRecord(filepath.Join(dir, SearchRecordFile), &artifact.Search{SearchID: "s", Over: artifact.OverConcurrency, Probes: probes}); err != nil {
 		t.Fatal(err)
