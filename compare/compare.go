@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
@@ -34,11 +36,14 @@ var ErrDigestMismatch = fmt.Errorf("%w: the runs' workloads differ", artifact.Er
 // decided at α = 1 − Confidence after Holm's adjustment over the comparison's family of
 // tests. Levels are the quantile levels compared (nil: analyze.Levels). BaseAnalysis and
 // CandidateAnalysis are each run's analysis options (SLO policy, spans, server telemetry,
-// cost); Gates the regression gates (ParseGate).
+// cost); Gates the regression gates (ParseGate). Metrics limits the per-request metrics
+// compared (nil: every one of Metrics): fewer tests make a smaller family, so each verdict
+// needs less evidence.
 type Options struct {
 	Base, Candidate                 []string
 	Confidence                      float64
 	Levels                          []analyze.Level
+	Metrics                         []string
 	AllowDigestMismatch             bool
 	BaseAnalysis, CandidateAnalysis analyze.Options
 	Gates                           []Gate
@@ -152,6 +157,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Levels == nil {
 		o.Levels = analyze.Levels
 	}
+	if o.Metrics == nil {
+		o.Metrics = Metrics
+	}
 	base, err := loadSide(ctx, o.Base, o.BaseAnalysis)
 	if err != nil {
 		return nil, fmt.Errorf("base: %w", err)
@@ -182,6 +190,11 @@ func (o Options) Validate() error {
 			return err
 		}
 	}
+	for _, m := range o.Metrics {
+		if !slices.Contains(Metrics, m) {
+			return fmt.Errorf("unknown metric %s; known: %s", m, strings.Join(Metrics, ", "))
+		}
+	}
 	return nil
 }
 
@@ -204,7 +217,7 @@ func compareSides(ctx context.Context, base, cand *Side, o Options) (*Result, er
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		res.Cases = append(res.Cases, compareCase(id, base, cand, o.Levels, alpha, policiesMatch))
+		res.Cases = append(res.Cases, compareCase(id, base, cand, o.Metrics, o.Levels, alpha, policiesMatch))
 	}
 	res.adjust(alpha)
 	if err := res.evaluateGates(o.Gates, alpha); err != nil {
@@ -248,7 +261,7 @@ func (r *Result) matchCases() []string {
 }
 
 // compareCase tests one case's metrics and proportions and gathers its rates.
-func compareCase(id string, base, cand *Side, levels []analyze.Level, alpha float64, policiesMatch bool) CaseResult {
+func compareCase(id string, base, cand *Side, metrics []string, levels []analyze.Level, alpha float64, policiesMatch bool) CaseResult {
 	br, cr := base.report.Cases[id], cand.report.Cases[id]
 	bs, cs := base.cases[id], cand.cases[id]
 	if bs == nil {
@@ -259,7 +272,7 @@ func compareCase(id string, base, cand *Side, levels []analyze.Level, alpha floa
 	}
 	c := CaseResult{CaseID: id, Offered: [2]int{br.Population.Offered, cr.Population.Offered}, Metrics: []MetricResult{},
 		Notes: []string{}, samples: [2]*caseSamples{bs, cs}, reports: [2]*analyze.CaseReport{br, cr}}
-	for _, key := range Metrics {
+	for _, key := range metrics {
 		bv, cv := bs.values[key], cs.values[key]
 		if len(bv) == 0 && len(cv) == 0 {
 			continue // neither run has the metric (no spans, no streaming): nothing to say

@@ -162,13 +162,9 @@ func searchRuns(dir, record string) ([]runRef, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", artifact.ErrInvalidArtifact, err)
 	}
-	var s artifact.Search
-	line, _, _ := strings.Cut(strings.TrimSpace(string(data)), "\n")
-	if err := json.Unmarshal([]byte(line), &s); err != nil {
+	s, err := parseSearch(data)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", artifact.ErrInvalidArtifact, record, err)
-	}
-	if len(s.Probes) == 0 {
-		return nil, fmt.Errorf("%w: %s records no probe", artifact.ErrInvalidArtifact, record)
 	}
 	var out []runRef
 	for _, p := range s.Probes {
@@ -179,6 +175,29 @@ func searchRuns(dir, record string) ([]runRef, error) {
 		out = append(out, runRef{path: path, value: ptr(p.Value), over: s.Over, decision: p.Decision})
 	}
 	return out, nil
+}
+
+// parseSearch reads a search record file: its first line, an infer.search record with at
+// least one probe, each naming an artifact.
+func parseSearch(data []byte) (*artifact.Search, error) {
+	line, _, _ := strings.Cut(strings.TrimSpace(string(data)), "\n")
+	var s artifact.Search
+	if err := json.Unmarshal([]byte(line), &s); err != nil {
+		return nil, err
+	}
+	var kind artifact.Header
+	if err := json.Unmarshal([]byte(line), &kind); err != nil || kind.RecordKind() != artifact.KindSearch {
+		return nil, fmt.Errorf("not an %s record", artifact.KindSearch)
+	}
+	if len(s.Probes) == 0 {
+		return nil, errors.New("the search records no probe")
+	}
+	for _, p := range s.Probes {
+		if p.Artifact == "" {
+			return nil, fmt.Errorf("probe %d names no artifact", p.Index)
+		}
+	}
+	return &s, nil
 }
 
 // points analyses one run: a point per case.

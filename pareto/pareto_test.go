@@ -145,3 +145,27 @@ func TestParetoInputs(t *testing.T) {
 		t.Fatalf("no policy: %+v", res.Points[0])
 	}
 }
+
+func TestParseSearch(t *testing.T) {
+	for _, bad := range []string{"", "{}", `{"event_type":"infer.request","schema_version":1,"probes":[{"artifact":"a"}]}`,
+		`{"event_type":"infer.search","schema_version":1,"probes":[]}`, `{"event_type":"infer.search","schema_version":1,"probes":[{"index":1}]}`} {
+		if _, err := parseSearch([]byte(bad)); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	s, err := parseSearch([]byte(`{"event_type":"infer.search","schema_version":1,"over":"rate","probes":[{"index":1,"value":2,"artifact":"p.jsonl","decision":"pass"}]}` + "\n"))
+	if err != nil || s.Over != "rate" || s.Probes[0].Artifact != "p.jsonl" {
+		t.Fatalf("%+v %v", s, err)
+	}
+}
+
+func FuzzParseSearch(f *testing.F) {
+	f.Add([]byte(`{"event_type":"infer.search","schema_version":1,"probes":[{"index":1,"value":2,"artifact":"p.jsonl"}]}`))
+	f.Add([]byte("{}\n{}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := parseSearch(data)
+		if err == nil && (len(s.Probes) == 0 || s.Probes[0].Artifact == "") {
+			t.Fatalf("accepted %q", data)
+		}
+	})
+}

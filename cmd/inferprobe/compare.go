@@ -27,6 +27,7 @@ type compareFlags struct {
 	confidence   float64
 	allowDigest  bool
 	telemetry    [2][]string
+	metrics      []string
 }
 
 func newCompareCmd() *cobra.Command {
@@ -65,6 +66,7 @@ workloads, or no case in both; 1 anything else; 130 interrupted.`,
 	f.StringVar(&cf.output, "output", "", "write the comparison to this file instead of stdout")
 	f.StringArrayVar(&cf.failOn, "fail-on", nil, "regression gate METRIC.pQ:+N% | +Nms, slo.attainment:-N% or success:-N%; repeatable (exit 3 when one fires)")
 	f.Float64Var(&cf.confidence, "confidence", compare.DefaultConfidence, "confidence of every interval and verdict, over all tests together")
+	f.StringArrayVar(&cf.metrics, "metric", nil, "compare only this per-request metric (repeatable; a name without a dot is client.NAME): fewer tests, more power each")
 	f.BoolVar(&cf.allowDigest, "allow-digest-mismatch", false, "compare runs whose workload digests differ (the difference is named)")
 	f.StringArrayVar(&cf.slo, "slo", nil, "SLO criterion KEY:MS judging both runs, repeatable (ttft:500, e2e:2000)")
 	f.StringVar(&cf.sloFile, "slo-file", "", "SLO policy document judging both runs (stormlog.infer.slo version 1)")
@@ -79,6 +81,12 @@ workloads, or no case in both; 1 anything else; 130 interrupted.`,
 // except an unreadable --slo-file or telemetry file (exit 5).
 func (cf *compareFlags) options(cmd *cobra.Command, args []string) (compare.Options, error) {
 	o := compare.Options{Confidence: cf.confidence, AllowDigestMismatch: cf.allowDigest}
+	for _, m := range cf.metrics {
+		if !strings.Contains(m, ".") {
+			m = "client." + m
+		}
+		o.Metrics = append(o.Metrics, m)
+	}
 	for _, s := range cf.failOn {
 		g, err := compare.ParseGate(s)
 		if err != nil {

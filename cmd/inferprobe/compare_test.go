@@ -54,6 +54,8 @@ func TestCompareExitCodes(t *testing.T) {
 		{"missing", []string{base, filepath.Join(dir, "nope.jsonl")}, exitBadInput, "", "candidate"},
 		{"other workload", []string{base, other}, exitBadInput, "", "seed"},
 		{"allowed", []string{base, other, "--allow-digest-mismatch"}, exitOK, "Warning: workload digests", ""},
+		{"one metric", []string{base, slow, "--metric", "ttft", "--fail-on", "ttft.p50:+10%"}, exitFindings, "Confidence 95%: 6 tests", ""},
+		{"unknown --metric", []string{base, slow, "--metric", "itl"}, exitUsage, "", "unknown metric client.itl"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(t, append([]string{"compare"}, tc.args...)...)
