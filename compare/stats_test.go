@@ -231,3 +231,15 @@ func TestExceedsP(t *testing.T) {
 		t.Fatalf("+900 ms p %g", p)
 	}
 }
+
+func TestSignedFormats(t *testing.T) {
+	if got := signedPct(-0.0000107); got != "+0.0%" {
+		t.Errorf("signedPct %s", got)
+	}
+	if got := points(-0.0004); got != "+0.0" {
+		t.Errorf("points %s", got)
+	}
+	if got := signedPct(-0.0123); got != "-1.2%" {
+		t.Errorf("signedPct %s", got)
+	}
+}

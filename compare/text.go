@@ -251,7 +251,7 @@ func signed(v *float64) string {
 }
 
 func signedPct(v float64) string {
-	v = math.Round(v*1000) / 1000
+	v = math.Round(v*1000)/1000 + 0 // + 0: no negative zero
 	s := strconv.FormatFloat(v*100, 'f', 1, 64) + "%"
 	if v >= 0 {
 		return "+" + s
@@ -264,7 +264,7 @@ func pct(v float64, decimals int) string {
 }
 
 func points(v float64) string {
-	v = math.Round(v*1000) / 1000
+	v = math.Round(v*1000)/1000 + 0 // + 0: no negative zero
 	s := strconv.FormatFloat(v*100, 'f', 1, 64)
 	if v >= 0 {
 		return "+" + s
