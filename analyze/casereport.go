@@ -39,7 +39,8 @@ type Memory struct {
 }
 
 // CaseReport is one case of the report. SuccessfulRequests counts its successful requests
-// (population.successful). SLO is present only when a policy was given.
+// (population.successful). SLO is present only when a policy was given; Cost is null without
+// a cost rate (Options.Cost).
 type CaseReport struct {
 	SuccessfulRequests int                 `json:"successful_requests"`
 	Population         Population          `json:"population"`
@@ -56,7 +57,11 @@ type CaseReport struct {
 	Memory             Memory              `json:"memory"`
 	Client             ClientAudit         `json:"client"`
 	GPU                GPU                 `json:"gpu"`
-	SLO                *Evaluation         `json:"slo,omitempty"`
+	// Energy is the GPU energy over the case window (server telemetry with the GPU's energy
+	// counter); Cost prices its tokens (null without a cost rate, analyze --cost-per-hour).
+	Energy Energy      `json:"energy"`
+	Cost   *Cost       `json:"cost"`
+	SLO    *Evaluation `json:"slo,omitempty"`
 }
 
 // caseInput is what a case's populations and intervals are computed from: its measured
@@ -107,6 +112,7 @@ func caseReport(in CaseInput, rule Rule, policy *Policy, source string, cache *a
 		Cache:              cacheBlock(cache),
 		Memory:             memoryBlock(in.Requests, iv, samples),
 		Client:             ClientAuditOf(in.Requests, in.Window),
+		Energy:             energyBlock(),
 	}
 	c.Tokens, c.Lengths = TokensOf(in.Requests)
 	if policy != nil {

@@ -70,6 +70,15 @@ var SpanAttributes = map[string]string{
 // (SpanAttributes) reads the request's joined span, and without one has no value (reason
 // SpanMissingReason, or no_joined_span); any other key has no value (no_value).
 func requestValue(key string, r *Request) artifact.MetricValue {
+	return r.Metric(key)
+}
+
+// Metric is the request's value of a per-request metric key: a client metric
+// ((*artifact.Request).ClientMetric: the client.* keys, client.e2e_per_output_token
+// included) or a server metric of SpanAttributes, read from the joined span (no span: the
+// reason it is missing, else "no_joined_span"). An unknown key has no value ("no_value").
+// The one reading that the report's quantiles, the SLO judgement, compare and pareto share.
+func (r *Request) Metric(key string) artifact.MetricValue {
 	if v := r.ClientMetric(key); v.Reason != artifact.UnknownClientMetricKey {
 		return v
 	}

@@ -125,6 +125,10 @@ func orderStats(each func(yield func(float64)), n int, ks []int) map[int]float64
 	return out
 }
 
+// SortFloats sorts finite values ascending in place, as sortFloats does (a radix sort from
+// a few thousand values): for callers that rank many values (compare, pareto).
+func SortFloats(values []float64) { sortFloats(values) }
+
 // radixMin is the length from which sortFloats sorts by radix instead of comparisons.
 const radixMin = 1 << 12
 

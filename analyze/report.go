@@ -22,8 +22,10 @@ import (
 // arrivals.offered_rate_per_second to intended_arrival_rate_per_second, and adds case_order,
 // summary.failure_reasons_omitted, summary.failed_requests_omitted and summary.session_closed.
 // Version 4 adds each case's client block (the self-audit: ClientAudit) and gpu block (GPU),
-// and the report's client_limited and client_limited_cases.
-const AnalysisVersion = 4
+// and the report's client_limited and client_limited_cases. Version 5 adds each case's energy
+// block (GPU energy from the server telemetry's energy counter, joules per output token and
+// per request) and cost block (null without a cost rate).
+const AnalysisVersion = 5
 
 // Policy sources recorded in the report's slo block and each evaluation.
 const (
@@ -62,8 +64,16 @@ type Options struct {
 	// the artifact's own infer.vllm_span records.
 	VLLMSpans []artifact.Span
 	// ServerTelemetry, when set with samples, is joined to the case windows
-	// (telemetry.server_join, server_targets, memory.server_*; see ServerTelemetry).
+	// (telemetry.server_join, server_targets, memory.server_*, energy; see ServerTelemetry).
 	ServerTelemetry *ServerTelemetry
+	// Cost, when set, prices each case's tokens (the cost block; see Cost).
+	Cost *CostRate
+	// Inspect, when set, is called once with the analysed input and its report, after every
+	// case was computed and the server evidence joined to the requests (Request.Span), before
+	// AnalyzeInput returns: a caller that needs per-request values (compare, pareto) reads
+	// them here instead of keeping the Input, whose memory is the analysis's largest part.
+	// It must not keep in or modify it.
+	Inspect func(in *Input, rep *Report)
 }
 
 // SLOInfo names the policy the report judged by: its name, digest (64 hex), source (flags,
@@ -240,6 +250,10 @@ func AnalyzeInput(ctx context.Context, in *Input, opts Options) (*Report, error)
 	}
 	if err := applyServerTelemetry(rep, in, opts.ServerTelemetry); err != nil {
 		return nil, err
+	}
+	applyCost(rep, opts.Cost)
+	if opts.Inspect != nil {
+		opts.Inspect(in, rep)
 	}
 	return rep, nil
 }

@@ -122,7 +122,7 @@ func TestReportVersion2(t *testing.T) {
 	records = append(records, windowRec(), workloadRec(rec{"mode": "fixed-rate", "rate_per_second": 10}, 10), sessionRec("completed"))
 	r, js, txt := analyzeRecs(t, Options{}, records...)
 	c := r.Cases["c1"]
-	if r.AnalysisVersion != 4 || c.Population.Offered != 10 || !c.Population.CohortValid || c.Intervals.Rate.Kind != KindScheduledWindow {
+	if r.AnalysisVersion != 5 || c.Population.Offered != 10 || !c.Population.CohortValid || c.Intervals.Rate.Kind != KindScheduledWindow {
 		t.Fatalf("report %+v", r)
 	}
 	tp := c.Throughput
@@ -140,7 +140,7 @@ func TestReportVersion2(t *testing.T) {
 	if _, ok := tree["cases"].(map[string]any)["c1"].(map[string]any)["throughput"].(map[string]any)["duration_seconds"]; ok {
 		t.Error("throughput.duration_seconds present")
 	}
-	if tree["analysis_version"] != 4.0 || tree["slo"] != nil {
+	if tree["analysis_version"] != 5.0 || tree["slo"] != nil {
 		t.Errorf("analysis_version %v slo %v", tree["analysis_version"], tree["slo"])
 	}
 	if !strings.Contains(txt, "rates per scheduled window of 1.00 s (arrival cohort)") {
@@ -219,7 +219,7 @@ func checkSortedKeys(t *testing.T, js string) {
 			stack[n-1].key = true
 		}
 	}
-	if !strings.HasPrefix(js, "{\n  \"analysis_version\": 4,\n") || !strings.HasSuffix(js, "}\n") {
+	if !strings.HasPrefix(js, "{\n  \"analysis_version\": 5,\n") || !strings.HasSuffix(js, "}\n") {
 		t.Errorf("not pretty-printed: %.60q", js)
 	}
 }

@@ -72,6 +72,7 @@ func applyServerTelemetry(rep *Report, in *Input, st *ServerTelemetry) error {
 		c.Memory.ServerObservations = obs
 		c.Memory.ServerCoverage = ServerCoverage{Status: cm.Coverage.Status, Reason: cm.Coverage.Reason, CountedWindowNs: cm.Coverage.CountedWindowNS}
 		c.Memory.ServerMembers = cm.Members
+		c.setEnergy(cm.Energy)
 	}
 	return nil
 }

@@ -238,6 +238,12 @@ func caseLines(id string, c *CaseReport) []string {
 		}
 		lines = append(lines, line)
 	}
+	if line := energyLine(c.Energy); line != "" {
+		lines = append(lines, line)
+	}
+	if line := costLine(c.Cost); line != "" {
+		lines = append(lines, line)
+	}
 	return lines
 }
 

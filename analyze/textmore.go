@@ -139,3 +139,76 @@ func bytesText(n int64) string {
 	}
 	return strconv.FormatFloat(v, 'f', digits, 64) + " " + unit
 }
+
+// energyLine is a case's energy line, "" when no server telemetry was joined:
+//
+//	energy: 1,234 J over 60.0 s (mean 20.6 W, 2 GPUs), 0.0412 J/output token, 1.23 J/request
+//	energy: unknown (energy_counter_reset)
+func energyLine(e Energy) string {
+	switch e.Status {
+	case join.EnergyNotJoined, "":
+		return ""
+	case join.EnergyObserved:
+	default:
+		reason := ""
+		if e.Reason != nil {
+			reason = " (" + *e.Reason + ")"
+		}
+		return "  energy: " + e.Status + reason
+	}
+	gpus := ""
+	if e.Devices > 1 {
+		gpus = fmt.Sprintf(", %d GPUs", e.Devices)
+	}
+	line := fmt.Sprintf("  energy: %s J over %s s (mean %s W%s)", sig(*e.Joules), sig(*e.WindowSeconds), sig(*e.MeanPowerW), gpus)
+	if e.JoulesPerOutputToken != nil {
+		line += fmt.Sprintf(", %s J/output token", sig(*e.JoulesPerOutputToken))
+	}
+	if e.JoulesPerRequest != nil {
+		line += fmt.Sprintf(", %s J/request", sig(*e.JoulesPerRequest))
+	}
+	return line
+}
+
+// costLine is a case's cost line, "" without a cost rate:
+//
+//	cost: $4.00/h (2 GPUs × $2.00/h): $1.85 per million output tokens, $0.62 per million total tokens
+func costLine(c *Cost) string {
+	if c == nil || c.USDPerHour == nil {
+		return ""
+	}
+	rate := fmt.Sprintf("$%s/h", sig(*c.USDPerHour))
+	if c.Basis == "per_gpu" && c.GPUs != nil && c.USDPerGPUHour != nil {
+		rate += fmt.Sprintf(" (%d %s × $%s/h)", *c.GPUs, Plural(*c.GPUs, "GPU", "GPUs"), sig(*c.USDPerGPUHour))
+	}
+	if c.USDPerMillionOutputTokens == nil {
+		reason := "no throughput"
+		if c.Reason != nil {
+			reason = *c.Reason
+		}
+		return fmt.Sprintf("  cost: %s: %s", rate, reason)
+	}
+	line := fmt.Sprintf("  cost: %s: $%s per million output tokens", rate, sig(*c.USDPerMillionOutputTokens))
+	if c.USDPerMillionTotalTokens != nil {
+		line += fmt.Sprintf(", $%s per million total tokens", sig(*c.USDPerMillionTotalTokens))
+	}
+	return line
+}
+
+// sig writes v with three significant digits (at least), without an exponent for the
+// magnitudes reports show.
+func sig(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a == 0:
+		return "0"
+	case a >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	case a >= 1:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	digits := 2 - int(math.Floor(math.Log10(a)))
+	return strconv.FormatFloat(v, 'f', min(digits, 12), 64)
+}

@@ -8,6 +8,10 @@ const (
 	MetricE2E              = "client.e2e"
 	MetricE2EFromIntended  = "client.e2e_from_intended"
 	MetricTPOT             = "client.tpot"
+	// MetricE2EPerOutputToken is e2e ÷ output tokens (ms per token), the per-request value
+	// whose p90 gives E2E normalized interactivity (1 / p90). Not an SLO criterion and not
+	// among ClientMetrics: compare and pareto read it.
+	MetricE2EPerOutputToken = "client.e2e_per_output_token"
 )
 
 // ClientMetrics are the client metric keys, in report order.
@@ -56,7 +60,9 @@ func msValue(v *float64, reason string) MetricValue {
 //   - client.e2e_from_intended: ended_at_ns − intended_at_ns;
 //   - client.tpot: (e2e − TTFT) / (output_tokens − 1), only with output tokens the server
 //     reported (output_token_source "server_usage"); one output token or none is not
-//     applicable.
+//     applicable;
+//   - client.e2e_per_output_token: e2e / output_tokens, only with output tokens the server
+//     reported, and at least one.
 //
 // An unknown key has no value (reason "no_value").
 func (r *Request) ClientMetric(key string) MetricValue {
@@ -92,6 +98,17 @@ func (r *Request) ClientMetric(key string) MetricValue {
 			return MetricValue{Reason: NoClientTTFTOrE2E}
 		}
 		return MetricValue{Ms: (*r.E2ELatencyMS - *r.TTFTMS) / float64(*r.OutputTokens-1), OK: true}
+	case MetricE2EPerOutputToken:
+		if r.OutputTokenSource != TokenSourceServerUsage {
+			return MetricValue{Reason: OutputNotServerReported}
+		}
+		if r.OutputTokens == nil || *r.OutputTokens < 1 {
+			return MetricValue{Reason: NoOutputTokens}
+		}
+		if r.E2ELatencyMS == nil {
+			return MetricValue{Reason: NoClientE2E}
+		}
+		return MetricValue{Ms: *r.E2ELatencyMS / float64(*r.OutputTokens), OK: true}
 	}
 	return MetricValue{Reason: UnknownClientMetricKey}
 }

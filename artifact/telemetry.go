@@ -19,7 +19,9 @@ const (
 	OwnerGPUInstance            = "gpu_instance"
 )
 
-// Metrics of infer.telemetry_sample ("metric"); every value is in bytes.
+// Metrics of infer.telemetry_sample ("metric"). The memory metrics' values are bytes
+// (value_bytes); the GPU's cumulative energy counter is millijoules (value_millijoules) and
+// its power draw milliwatts (value_milliwatts).
 const (
 	MetricProcessRSSBytes             = "process_rss_bytes"
 	MetricProcessGPUUsedBytes         = "process_gpu_used_bytes"
@@ -30,7 +32,27 @@ const (
 	MetricDeviceMemoryReservedBytes   = "device_memory_reserved_bytes"
 	MetricInstanceMemoryUsedBytes     = "instance_memory_used_bytes"
 	MetricInstanceMemoryReservedBytes = "instance_memory_reserved_bytes"
+	// MetricDeviceEnergyMillijoules is the GPU's total energy consumption since the driver
+	// was last loaded (NVML nvmlDeviceGetTotalEnergyConsumption, mJ): a cumulative counter
+	// that a driver reload resets.
+	MetricDeviceEnergyMillijoules = "device_energy_consumed_millijoules"
+	// MetricDevicePowerMilliwatts is the GPU's power draw (NVML nvmlDeviceGetPowerUsage,
+	// mW), as the driver averages it over its own short window.
+	MetricDevicePowerMilliwatts = "device_power_usage_milliwatts"
 )
+
+// ValueField names the field of infer.telemetry_sample that carries a metric's reading:
+// "value_millijoules" for the energy counter, "value_milliwatts" for power, "value_bytes"
+// for every memory metric.
+func ValueField(metric string) string {
+	switch metric {
+	case MetricDeviceEnergyMillijoules:
+		return "value_millijoules"
+	case MetricDevicePowerMilliwatts:
+		return "value_milliwatts"
+	}
+	return "value_bytes"
+}
 
 // Sample states of infer.telemetry_sample ("state"). Only SampleValid
 // carries a value; every other state has a null value_bytes.
@@ -61,7 +83,7 @@ func MetricScope(metric string) (scope, owner string, ok bool) {
 		return ScopeServerProcess, OwnerAllocator, true
 	case MetricEngineCacheOccupiedBytes:
 		return ScopeServerProcess, OwnerEngineCache, true
-	case MetricDeviceMemoryUsedBytes, MetricDeviceMemoryReservedBytes:
+	case MetricDeviceMemoryUsedBytes, MetricDeviceMemoryReservedBytes, MetricDeviceEnergyMillijoules, MetricDevicePowerMilliwatts:
 		return ScopeGPUDevice, OwnerGPUDevice, true
 	case MetricInstanceMemoryUsedBytes, MetricInstanceMemoryReservedBytes:
 		return ScopeGPUInstance, OwnerGPUInstance, true
@@ -70,10 +92,12 @@ func MetricScope(metric string) (scope, owner string, ok bool) {
 }
 
 // TelemetrySample is the infer.telemetry_sample v1 record: one reading of
-// one server-side memory counter, written by `inferprobe collect-server`
+// one server-side counter, written by `inferprobe collect-server`
 // in the format of Stormlog's inference_telemetry_v1 JSON Schema, whose
-// field names it keeps. Times are Unix epoch nanoseconds in ClockDomain;
-// values are bytes. The semantic checks of the schema (enums, the value/state rule,
+// field names it keeps, extended by two optional fields for the GPU's energy
+// counter and power draw (value_millijoules, value_milliwatts: present only on
+// those metrics' samples). Times are Unix epoch nanoseconds in ClockDomain;
+// memory values are bytes. The semantic checks of the schema (enums, the value/state rule,
 // the metric→scope/owner rule) belong to the join package, which reads
 // these files.
 type TelemetrySample struct {
@@ -91,8 +115,15 @@ type TelemetrySample struct {
 	ObservedAtNS int64 `json:"observed_at_ns"`
 	// Metric is one of the Metric* constants.
 	Metric string `json:"metric"`
-	// ValueBytes is the reading in bytes; null unless State is SampleValid.
+	// ValueBytes is a memory reading in bytes; null unless State is SampleValid, and
+	// always null for the energy and power metrics.
 	ValueBytes *int64 `json:"value_bytes"`
+	// ValueMillijoules is the energy counter's reading (MetricDeviceEnergyMillijoules),
+	// millijoules; omitted on every other metric's sample and when the state is not valid.
+	ValueMillijoules *int64 `json:"value_millijoules,omitempty"`
+	// ValueMilliwatts is the power reading (MetricDevicePowerMilliwatts), milliwatts;
+	// omitted on every other metric's sample and when the state is not valid.
+	ValueMilliwatts *int64 `json:"value_milliwatts,omitempty"`
 	// State is one of the Sample* state constants.
 	State string `json:"state"`
 	// Source names the reader ("psutil", "nvml.v2", "nvml.v1", ...).

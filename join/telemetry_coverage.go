@@ -59,14 +59,17 @@ type Member struct {
 	DeviceUUID   *string                 `json:"device_uuid"`
 	Observations map[string]*Observation `json:"server_observations"`
 	Coverage     Coverage                `json:"server_coverage"`
+	Energy       Energy                  `json:"energy"`
 }
 
 // CaseMem is a case's server part of the memory block: observations by metric (empty for
-// a group), coverage, and the group's members (nil without a group).
+// a group), coverage, and the group's members (nil without a group); and the case's GPU
+// energy (the group's GPUs' energies added; see Energy).
 type CaseMem struct {
 	Observations map[string]*Observation
 	Coverage     Coverage
 	Members      []Member
+	Energy       Energy
 }
 
 // cover computes one case's observations and coverage for one target. The case window
@@ -140,6 +143,9 @@ func tallyWindow(obs map[string]*Observation, near []placed, a, b int64, win [2]
 			t.first = ps
 		}
 		t.last = ps
+		if artifact.ValueField(ps.s.Metric) != "value_bytes" {
+			continue // energy and power: the energy block's (caseEnergy), not a memory maximum
+		}
 		o := obs[ps.s.Metric]
 		if o == nil {
 			o = &Observation{ObservationScope: ps.s.Scope, CounterOwner: ps.s.CounterOwner, Sources: []string{}, Provenance: []string{}, IntervalsMS: []int64{}}
@@ -200,17 +206,21 @@ func caseMem(c CaseWindow, members []*target, placements []*placement, grouped b
 	cm := &CaseMem{Observations: map[string]*Observation{}}
 	if !grouped {
 		cm.Observations, cm.Coverage = placements[0].cover(c)
+		cm.Energy = placements[0].energy(c, cm.Coverage)
 		return cm
 	}
 	covs := make([]Coverage, len(members))
+	energies := make([]Energy, len(members))
 	for i, t := range members {
 		obs, cov := placements[i].cover(c)
 		id := &t.sample.Identity
+		energies[i] = placements[i].energy(c, cov)
 		cm.Members = append(cm.Members, Member{Rank: t.key.rank, PID: id.PID, Host: id.Host,
-			DeviceUUID: id.DeviceUUID, Observations: obs, Coverage: cov})
+			DeviceUUID: id.DeviceUUID, Observations: obs, Coverage: cov, Energy: energies[i]})
 		covs[i] = cov
 	}
 	cm.Coverage = groupCoverage(covs)
+	cm.Energy = groupEnergy(members, energies)
 	return cm
 }
 

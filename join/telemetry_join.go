@@ -113,7 +113,8 @@ func NotConfigured(cases []CaseWindow) *ServerResult {
 	res := &ServerResult{Join: ServerJoin{Status: "not_configured"}, Cases: map[string]*CaseMem{}}
 	for _, c := range cases {
 		res.Cases[c.CaseID] = &CaseMem{Observations: map[string]*Observation{},
-			Coverage: Coverage{Status: CoverageNotJoined, Reason: ptr("no server telemetry was supplied")}}
+			Coverage: Coverage{Status: CoverageNotJoined, Reason: ptr("no server telemetry was supplied")},
+			Energy:   energyNotJoined("no server telemetry was supplied")}
 	}
 	return res
 }
@@ -228,7 +229,7 @@ func (res *ServerResult) unjoined(reason string, cases []CaseWindow) *ServerResu
 	res.Join.Status, res.Join.Reason = "unjoined", ptr(reason)
 	for _, c := range cases {
 		res.Cases[c.CaseID] = &CaseMem{Observations: map[string]*Observation{},
-			Coverage: Coverage{Status: CoverageNotJoined, Reason: ptr(reason)}}
+			Coverage: Coverage{Status: CoverageNotJoined, Reason: ptr(reason)}, Energy: energyNotJoined(reason)}
 	}
 	return res
 }

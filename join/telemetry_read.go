@@ -77,20 +77,25 @@ func ReadTelemetry(r io.Reader) ([]artifact.TelemetrySample, error) {
 	return out, nil
 }
 
-// Keys of infer.telemetry_sample v1: every top-level key is required and no other is
-// allowed (additionalProperties false); identity needs the first eight of its keys and
+// Keys of infer.telemetry_sample v1: the first sampleRequired top-level keys are required,
+// value_millijoules and value_milliwatts (the energy and power readings) are allowed, and no
+// other is (additionalProperties false); identity needs the first eight of its keys and
 // allows group_id and world_size.
 var (
 	sampleKeys = []string{"event_type", "schema_version", "scope", "clock_domain", "counter_owner", "run_id", "identity",
-		"observed_at_ns", "metric", "value_bytes", "state", "source", "interval_ms", "detail", "provenance"}
+		"observed_at_ns", "metric", "value_bytes", "state", "source", "interval_ms", "detail", "provenance",
+		"value_millijoules", "value_milliwatts"}
 	identityKeys = []string{"host", "pid", "process_start_ns", "device_uuid", "gpu_instance_id", "replica_id", "rank", "boot_id",
 		"group_id", "world_size"}
 )
 
+// sampleRequired is how many of sampleKeys every sample must have.
+const sampleRequired = 15
+
 // strictSampleJSON checks the key sets the schema fixes (the typed decode has already
 // checked every value's type, and encoding/json would read a missing key as zero).
 func strictSampleJSON(raw []byte) error {
-	if err := keySet(raw, sampleKeys, len(sampleKeys), ""); err != nil {
+	if err := keySet(raw, sampleKeys, sampleRequired, ""); err != nil {
 		return err
 	}
 	var top struct {
@@ -139,20 +144,8 @@ func ValidateSample(s *artifact.TelemetrySample) error {
 	if s.Scope != scope || s.CounterOwner != owner {
 		return fmt.Errorf("metric %s needs scope %s and counter_owner %s, got %q and %q", s.Metric, scope, owner, s.Scope, s.CounterOwner)
 	}
-	switch s.State {
-	case artifact.SampleValid:
-		if s.ValueBytes == nil {
-			return errors.New("a valid sample needs value_bytes")
-		}
-		if *s.ValueBytes < 0 {
-			return fmt.Errorf("value_bytes %d is negative", *s.ValueBytes)
-		}
-	case artifact.SampleMissing, artifact.SampleStale, artifact.SampleInvalid:
-		if s.ValueBytes != nil {
-			return fmt.Errorf("a %s sample must have a null value_bytes", s.State)
-		}
-	default:
-		return fmt.Errorf("unknown state %q", s.State)
+	if err := validateValue(s); err != nil {
+		return err
 	}
 	switch s.Provenance {
 	case artifact.ProvenanceObserved, artifact.ProvenanceReported, artifact.ProvenanceEstimated:
@@ -170,6 +163,36 @@ func ValidateSample(s *artifact.TelemetrySample) error {
 	}
 	if want := artifact.ClockDomain(s.Identity.Host, s.Identity.BootID); s.ClockDomain != want {
 		return fmt.Errorf("clock_domain %q must be %q", s.ClockDomain, want)
+	}
+	return nil
+}
+
+// validateValue checks the value/state rule: a valid sample has its metric's value field
+// (artifact.ValueField) set and ≥ 0, every other state has it null, and the other value
+// fields are always null (absent).
+func validateValue(s *artifact.TelemetrySample) error {
+	values := map[string]*int64{"value_bytes": s.ValueBytes, "value_millijoules": s.ValueMillijoules, "value_milliwatts": s.ValueMilliwatts}
+	field := artifact.ValueField(s.Metric)
+	for name, v := range values {
+		if name != field && v != nil {
+			return fmt.Errorf("metric %s carries its reading in %s, not %s", s.Metric, field, name)
+		}
+	}
+	v := values[field]
+	switch s.State {
+	case artifact.SampleValid:
+		if v == nil {
+			return fmt.Errorf("a valid sample needs %s", field)
+		}
+		if *v < 0 {
+			return fmt.Errorf("%s %d is negative", field, *v)
+		}
+	case artifact.SampleMissing, artifact.SampleStale, artifact.SampleInvalid:
+		if v != nil {
+			return fmt.Errorf("a %s sample must have a null %s", s.State, field)
+		}
+	default:
+		return fmt.Errorf("unknown state %q", s.State)
 	}
 	return nil
 }

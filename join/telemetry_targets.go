@@ -34,7 +34,8 @@ type Target struct {
 type sampleKey struct {
 	scope, domain, owner, run, metric, state, source, provenance string
 	at, interval                                                 int64
-	value                                                        int64
+	value, energy, power                                         int64
+	hasEnergy, hasPower                                          bool
 	detail                                                       string
 	hasValue, hasDetail                                          bool
 	id                                                           identityKey
@@ -50,6 +51,12 @@ func keyOfSample(s *artifact.TelemetrySample) sampleKey {
 	}
 	if s.Detail != nil {
 		k.detail, k.hasDetail = *s.Detail, true
+	}
+	if s.ValueMillijoules != nil {
+		k.energy, k.hasEnergy = *s.ValueMillijoules, true
+	}
+	if s.ValueMilliwatts != nil {
+		k.power, k.hasPower = *s.ValueMilliwatts, true
 	}
 	if s.Identity.DeviceUUID != nil {
 		k.gpu, k.hasGPU = *s.Identity.DeviceUUID, true

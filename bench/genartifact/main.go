@@ -2,7 +2,7 @@
 // benchmark (bench/analyze-1m.sh): the records of a Poisson open-loop run (package
 // internal/synth), the same for the same flags.
 //
-// Usage: go run ./bench/genartifact -out FILE [-requests 1000000] [-cases 2] [-seed 1]
+// Usage: go run ./bench/genartifact -out FILE [-requests 1000000] [-cases 2] [-seed 1] [-ttft-scale 1]
 //
 // With -shards N, -out is a directory and the run is written as the artifacts of N shards
 // (shard-K.jsonl: the requests i ≡ K mod N), as `profile --shards N` writes them, for the
@@ -24,6 +24,7 @@ func main() {
 	ncases := flag.Int("cases", 2, "Poisson cases (rates 250, 500, 750, ... req/s)")
 	seed := flag.Int64("seed", 1, "seed of the schedule, prompts and drawn latencies")
 	shards := flag.Int("shards", 0, "write the run as the artifacts of this many shards into the directory -out")
+	ttftScale := flag.Float64("ttft-scale", 1, "multiply every TTFT by this (the same workload, a slower or faster first token: compare's benchmark)")
 	flag.Parse()
 	if *out == "" || *ncases < 1 || *total < *ncases {
 		flag.Usage()
@@ -33,7 +34,7 @@ func main() {
 	if *shards > 0 {
 		gen = func(dir string, run synth.Run) error { return generateShards(dir, run, *shards) }
 	}
-	if err := gen(*out, synth.Run{Requests: *total, Cases: *ncases, Seed: *seed}); err != nil {
+	if err := gen(*out, synth.Run{Requests: *total, Cases: *ncases, Seed: *seed, TTFTScale: *ttftScale}); err != nil {
 		fmt.Fprintln(os.Stderr, "genartifact:", err)
 		os.Exit(1)
 	}

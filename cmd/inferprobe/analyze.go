@@ -19,6 +19,7 @@ import (
 
 	"github.com/inferprobe/inferprobe/analyze"
 	"github.com/inferprobe/inferprobe/artifact"
+	"github.com/inferprobe/inferprobe/export"
 	"github.com/inferprobe/inferprobe/join"
 	"github.com/inferprobe/inferprobe/receiver"
 	"github.com/inferprobe/inferprobe/run"
@@ -35,6 +36,7 @@ type analyzeFlags struct {
 	directServer            bool
 	clockOffsetNS           int64
 	clockUncertaintyNS      int64
+	cost                    costFlags
 }
 
 func newAnalyzeCmd() *cobra.Command {
@@ -47,6 +49,12 @@ was counted (population and cohort checks), over which interval every rate is di
 latency quantiles with their order-statistic confidence intervals, and — with a policy from
 --slo, --slo-file or the artifact's infer.slo record — SLO attainment and goodput as lower
 and upper bounds over every offered request. Only measured requests are analysed.
+
+--format vllm-bench writes, per case, the JSON that vllm bench serve --save-result writes
+(its keys and units; one object per line); --format llmd-report writes, per case, an llm-d
+Benchmark Report v0.2 (one JSON object per line). --cost-per-hour (the server's dollars
+per hour) or --cost-per-gpu-hour with --gpus prices each case's tokens; with server
+telemetry that recorded the GPU's energy counter, each case gives joules per output token.
 
 Several artifacts (or a directory of .jsonl artifacts) are the shards of one sharded run
 (profile --shards N): they are merged into one exact report, as if one host had sent every
@@ -68,7 +76,7 @@ anything else; 130 interrupted.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&af.format, "format", "txt", "report format: txt or json (pretty-printed, sorted keys)")
+	f.StringVar(&af.format, "format", "txt", "report format: txt, json (pretty-printed, sorted keys), vllm-bench (vllm bench serve's result JSON) or llmd-report (llm-d Benchmark Report v0.2)")
 	f.StringVar(&af.output, "output", "", "write the report to this file instead of stdout")
 	f.StringArrayVar(&af.slo, "slo", nil, "SLO criterion KEY:MS, repeatable (ttft:500, e2e:2000, server.ttft:400)")
 	f.StringVar(&af.sloFile, "slo-file", "", "SLO policy document (stormlog.infer.slo version 1)")
@@ -77,6 +85,7 @@ anything else; 130 interrupted.`,
 	f.BoolVar(&af.directServer, "direct-server", false, "assert that every request reached the one server process the telemetry observed (no load balancer)")
 	f.Int64Var(&af.clockOffsetNS, "clock-offset-ns", 0, "server-to-client clock offset in ns (server timestamp + offset = client timestamp)")
 	f.Int64Var(&af.clockUncertaintyNS, "clock-uncertainty-ns", 0, "bound on the clock offset's error in ns (≥ 0)")
+	af.cost.register(f, 1)
 	return cmd
 }
 
@@ -113,8 +122,10 @@ func (af *analyzeFlags) run(cmd *cobra.Command, args []string) error {
 		return withCode(exitBadInput, err)
 	}
 	path := paths[0]
-	if af.format != "txt" && af.format != "json" {
-		return usageErrorf("--format must be txt or json, not %q", af.format)
+	switch af.format {
+	case "txt", "json", formatVLLMBench, formatLLMDReport:
+	default:
+		return usageErrorf("--format must be txt, json, %s or %s, not %q", formatVLLMBench, formatLLMDReport, af.format)
 	}
 	if cmd.Flags().Changed("output") && af.output == "" {
 		return usageErrorf("--output needs a file name")
@@ -140,6 +151,10 @@ func (af *analyzeFlags) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
+	rates, _, err := af.cost.rates()
+	if err != nil {
+		return err
+	}
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()
@@ -151,7 +166,11 @@ func (af *analyzeFlags) run(cmd *cobra.Command, args []string) error {
 		defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	}
 
-	opts := analyze.Options{Policy: policy, PolicySource: source, VLLMSpans: spans, ServerTelemetry: server}
+	opts := analyze.Options{Policy: policy, PolicySource: source, VLLMSpans: spans, ServerTelemetry: server, Cost: rates[0]}
+	exports := &export.Collector{}
+	if af.format == formatVLLMBench || af.format == formatLLMDReport {
+		exports.Attach(&opts)
+	}
 	var rep *analyze.Report
 	if merge {
 		rep, err = run.AnalyzeShards(ctx, paths, opts)
@@ -173,7 +192,15 @@ func (af *analyzeFlags) run(cmd *cobra.Command, args []string) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "Warning: %s\n", w)
 	}
 	var buf bytes.Buffer
-	if err := renderReport(&buf, rep, af.format); err != nil {
+	switch af.format {
+	case formatVLLMBench:
+		err = export.WriteVLLMBench(&buf, exports, rep)
+	case formatLLMDReport:
+		err = export.WriteLLMDReport(&buf, exports, rep, version)
+	default:
+		err = renderReport(&buf, rep, af.format)
+	}
+	if err != nil {
 		return withCode(exitUnexpected, err)
 	}
 	if af.output == "" {
@@ -221,6 +248,12 @@ func analyzeMemoryLimit(paths ...string) int64 {
 func analyzeGCOff() bool {
 	return os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == ""
 }
+
+// The export formats of analyze --format.
+const (
+	formatVLLMBench  = "vllm-bench"
+	formatLLMDReport = "llmd-report"
+)
 
 // renderReport writes rep as "txt" (analyze.RenderText) or "json" (analyze.WriteJSON).
 func renderReport(w io.Writer, rep *analyze.Report, format string) error {

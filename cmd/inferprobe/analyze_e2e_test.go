@@ -170,7 +170,7 @@ func TestAnalyzeEndToEnd(t *testing.T) {
 			}
 
 			// report vs artifact
-			if rep.AnalysisVersion != 4 || rep.Summary.TotalRequests != measured || rep.Summary.SuccessfulRequests != ok ||
+			if rep.AnalysisVersion != 5 || rep.Summary.TotalRequests != measured || rep.Summary.SuccessfulRequests != ok ||
 				rep.Summary.FailedRequests != measured-ok || rep.Summary.CaseCount != 1 || rep.Summary.SessionStatus != "completed" {
 				t.Fatalf("summary %+v; artifact %d measured, %d ok, statuses %v", rep.Summary, measured, ok, byStatus)
 			}

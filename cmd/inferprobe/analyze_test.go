@@ -289,8 +289,8 @@ func TestAnalyzeJSONReport(t *testing.T) {
 			t.Errorf("stderr lacks %q: %q", want, stderr)
 		}
 	}
-	if !strings.HasPrefix(stdout, "{\n  \"analysis_version\": 4,\n") || !strings.HasSuffix(stdout, "}\n") {
-		t.Fatalf("not pretty-printed JSON starting with analysis_version 4:\n%.200s", stdout)
+	if !strings.HasPrefix(stdout, "{\n  \"analysis_version\": 5,\n") || !strings.HasSuffix(stdout, "}\n") {
+		t.Fatalf("not pretty-printed JSON starting with analysis_version 5:\n%.200s", stdout)
 	}
 	keysSorted(t, []byte(stdout))
 	var rep struct {
@@ -320,7 +320,7 @@ func TestAnalyzeJSONReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := rep.Cases[wl.Cases[0].CaseID]
-	if rep.AnalysisVersion != 4 || rep.Summary.TotalRequests != 4 || rep.Summary.SuccessfulRequests != 3 ||
+	if rep.AnalysisVersion != 5 || rep.Summary.TotalRequests != 4 || rep.Summary.SuccessfulRequests != 3 ||
 		rep.Summary.FailuresByStatus["timeout"] != 1 || rep.Summary.SessionStatus != "completed" ||
 		rep.SLO.Name != "cli" || rep.SLO.Source != "flags" {
 		t.Fatalf("report %+v", rep)

@@ -33,12 +33,14 @@ func newCollectCmd() *cobra.Command {
 	var o collectOpts
 	cmd := &cobra.Command{
 		Use:   "collect-server --run-id ID --pid PID --output FILE",
-		Short: "Record a server process's RSS and GPU memory as infer.telemetry_sample records",
+		Short: "Record a server process's RSS, GPU memory, GPU energy and power as infer.telemetry_sample records",
 		Long: `collect-server runs on the inference host beside a profile run with the same
 --run-id. Every --interval it records the server process's resident set size and,
 unless --no-gpu, the selected GPU's (or MIG instance's) memory used and reserved
-(NVML v2; v1 fallback, announced) and the process's GPU memory, one
+(NVML v2; v1 fallback, announced), the process's GPU memory, and for a whole GPU its
+cumulative energy counter (mJ since the driver loaded) and power draw (mW), one
 infer.telemetry_sample per counter. Target the worker PID that owns the GPU.
+analyze --server-telemetry turns the energy counter into joules per output token.
 
 It stops after --duration, on Ctrl+C or SIGTERM (exit 0), when the server exits
 (one invalid sample, a warning, exit 0), or when the GPU's UUID changes (one

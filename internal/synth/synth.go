@@ -42,6 +42,9 @@ type Run struct {
 	// Sent adds an artifact.RequestSent before each sent request (live sinks count requests
 	// in flight with them).
 	Sent bool
+	// TTFTScale multiplies every drawn TTFT (0 means 1): the same workload (one digest) with
+	// a slower or faster first token, for compare's tests and benchmark.
+	TTFTScale float64
 }
 
 // SessionID and RunID are the synthetic run's ids.
@@ -49,6 +52,14 @@ const (
 	SessionID = "bench-session-0001"
 	RunID     = "bench-run"
 )
+
+// ttftScale is TTFTScale, 1 when unset.
+func (r Run) ttftScale() float64 {
+	if r.TTFTScale == 0 {
+		return 1
+	}
+	return r.TTFTScale
+}
 
 // Config is the run's workload (validated).
 func (r Run) Config() (*loadgen.Config, error) {
@@ -123,7 +134,7 @@ func (r Run) write(w artifact.Sink, cfg *loadgen.Config, cases []loadgen.Case, p
 		// As in a real run, the requests come first and the phase window after the drain.
 		var drained int64
 		for i, off := range s.Offsets {
-			req := request(rng, cfg, cs, sessionID, i, phaseStart+int64(off))
+			req := request(rng, cfg, cs, sessionID, i, phaseStart+int64(off), r.ttftScale())
 			drained = max(drained, *req.EndedAtNS)
 			if err := r.writeRequest(w, rng, req); err != nil {
 				return err
@@ -172,7 +183,7 @@ func hexDigest(s string) string {
 }
 
 // request draws one measured request intended at intended (Unix ns).
-func request(rng *rand.Rand, cfg *loadgen.Config, cs loadgen.Case, sessionID string, i int, intended int64) *artifact.Request {
+func request(rng *rand.Rand, cfg *loadgen.Config, cs loadgen.Case, sessionID string, i int, intended int64, scale float64) *artifact.Request {
 	id := fmt.Sprintf("%s_%s_0_%d", cs.ID, loadgen.PhaseMeasured, i)
 	digest := hexDigest(id)
 	r := &artifact.Request{
@@ -216,7 +227,7 @@ func request(rng *rand.Rand, cfg *loadgen.Config, cs loadgen.Case, sessionID str
 		return r
 	}
 	// ok: TTFT log-normal around 40 ms, 16 chunk gaps around 12 ms, 8 tokens per chunk
-	ttft := 40 * math.Exp(0.5*rng.NormFloat64())
+	ttft := 40 * math.Exp(0.5*rng.NormFloat64()) * scale
 	gaps := make([]float64, 16)
 	sum := 0.0
 	for k := range gaps {

@@ -1,6 +1,7 @@
 // Package collect is the polling loop of `inferprobe collect-server`: every
 // interval it reads the server process's RSS and, with a GPU, the device's (or
-// MIG instance's) memory and the process's GPU memory, and emits one
+// MIG instance's) memory, the process's GPU memory, and (a whole GPU only) the
+// GPU's cumulative energy counter and power draw, and emits one
 // artifact.TelemetrySample (an infer.telemetry_sample v1 record) per counter.
 //
 // A failed reading becomes a "missing" sample with a null value and the
@@ -33,6 +34,10 @@ const (
 	SourceNVMLv1 = "nvml.v1"
 	// SourceNVMLProcesses: nvmlDeviceGetComputeRunningProcesses.
 	SourceNVMLProcesses = "nvml.compute_processes"
+	// SourceNVMLEnergy: nvmlDeviceGetTotalEnergyConsumption (mJ since the driver loaded).
+	SourceNVMLEnergy = "nvml.total_energy_consumption"
+	// SourceNVMLPower: nvmlDeviceGetPowerUsage (mW).
+	SourceNVMLPower = "nvml.power_usage"
 )
 
 // Process is the server process being watched (scrape/proc.Process satisfies it).
@@ -118,6 +123,9 @@ type Collector struct {
 	mig        bool
 	warnedV1   bool
 	memSource  string // source of the last memory reading
+	// noEnergy and noPower are set once NVML answered that the device has no energy
+	// counter or power reading (ErrUnsupported, warned once): they are not read again.
+	noEnergy, noPower bool
 }
 
 // OpenDevice initialises nothing; it looks up the device named by uuid (a GPU
@@ -177,6 +185,9 @@ func New(ctx context.Context, cfg Config) (*Collector, error) {
 			return nil, err
 		}
 		c.checkProcessOnDevice(ctx)
+		if c.mig {
+			cfg.Warn(fmt.Sprintf("%s is a MIG instance: NVML's energy counter and power draw are the whole GPU's, so neither is recorded", c.deviceUUID))
+		}
 	}
 	return c, nil
 }
@@ -348,7 +359,48 @@ func (c *Collector) pollDevice(now int64) (Outcome, bool, error) {
 	if err := c.pollMemory(now, usedM, resM); err != nil {
 		return Stopped, false, err
 	}
-	return Stopped, false, c.pollProcessGPU(now)
+	if err := c.pollProcessGPU(now); err != nil {
+		return Stopped, false, err
+	}
+	return Stopped, false, c.pollEnergy(now)
+}
+
+// pollEnergy reads the GPU's energy counter and power draw (not for a MIG instance, whose
+// readings would be the whole GPU's). A device that does not support one is warned about
+// once and not read again; any other error is a missing sample.
+func (c *Collector) pollEnergy(now int64) error {
+	if c.mig {
+		return nil
+	}
+	if !c.noEnergy {
+		mj, err := c.cfg.Device.EnergyMillijoules()
+		switch {
+		case errors.Is(err, gpu.ErrUnsupported):
+			c.noEnergy = true
+			c.cfg.Warn(fmt.Sprintf("NVML has no energy counter for %s (%v): energy is not recorded", c.deviceUUID, err))
+		case err != nil:
+			if e := c.missing(now, artifact.MetricDeviceEnergyMillijoules, SourceNVMLEnergy, err); e != nil {
+				return e
+			}
+		default:
+			if e := c.value(now, artifact.MetricDeviceEnergyMillijoules, SourceNVMLEnergy, mj, nil); e != nil {
+				return e
+			}
+		}
+	}
+	if c.noPower {
+		return nil
+	}
+	mw, err := c.cfg.Device.PowerMilliwatts()
+	switch {
+	case errors.Is(err, gpu.ErrUnsupported):
+		c.noPower = true
+		c.cfg.Warn(fmt.Sprintf("NVML reports no power draw for %s (%v): power is not recorded", c.deviceUUID, err))
+		return nil
+	case err != nil:
+		return c.missing(now, artifact.MetricDevicePowerMilliwatts, SourceNVMLPower, err)
+	}
+	return c.value(now, artifact.MetricDevicePowerMilliwatts, SourceNVMLPower, uint64(mw), nil)
 }
 
 // sourceFor names the reader of a GPU metric: the process list, or the
@@ -440,7 +492,14 @@ func (c *Collector) emit(now int64, metric, source, state string, value int64, d
 		Provenance:   artifact.ProvenanceObserved,
 	}
 	if state == artifact.SampleValid {
-		s.ValueBytes = &value
+		switch artifact.ValueField(metric) {
+		case "value_millijoules":
+			s.ValueMillijoules = &value
+		case "value_milliwatts":
+			s.ValueMilliwatts = &value
+		default:
+			s.ValueBytes = &value
+		}
 	}
 	return c.cfg.Sink.Write(&s)
 }

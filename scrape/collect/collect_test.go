@@ -101,8 +101,11 @@ func byMetric(t *testing.T, ss []artifact.TelemetrySample) map[string]artifact.T
 		if !ok || s.Scope != scope || s.CounterOwner != owner {
 			t.Errorf("%s: scope/owner %s/%s", s.Metric, s.Scope, s.CounterOwner)
 		}
-		if (s.State == artifact.SampleValid) != (s.ValueBytes != nil) {
-			t.Errorf("%s: state %s with value %v", s.Metric, s.State, s.ValueBytes)
+		if (s.State == artifact.SampleValid) != (sampleValue(s) != nil) {
+			t.Errorf("%s: state %s with value %v", s.Metric, s.State, sampleValue(s))
+		}
+		if n := countValues(s); n > 1 {
+			t.Errorf("%s: %d value fields set", s.Metric, n)
 		}
 		if s.RunID != "run-1" || s.ClockDomain != "node1/boot-9/unix_epoch_ns" || s.IntervalMS != 100 ||
 			s.ObservedAtNS != t0 || s.Provenance != artifact.ProvenanceObserved {
@@ -113,10 +116,31 @@ func byMetric(t *testing.T, ss []artifact.TelemetrySample) map[string]artifact.T
 	return m
 }
 
+// sampleValue is the sample's value field for its metric (artifact.ValueField).
+func sampleValue(s artifact.TelemetrySample) *int64 {
+	switch artifact.ValueField(s.Metric) {
+	case "value_millijoules":
+		return s.ValueMillijoules
+	case "value_milliwatts":
+		return s.ValueMilliwatts
+	}
+	return s.ValueBytes
+}
+
+func countValues(s artifact.TelemetrySample) int {
+	n := 0
+	for _, v := range []*int64{s.ValueBytes, s.ValueMillijoules, s.ValueMilliwatts} {
+		if v != nil {
+			n++
+		}
+	}
+	return n
+}
+
 func val(t *testing.T, s artifact.TelemetrySample, want int64, source string) {
 	t.Helper()
-	if s.State != artifact.SampleValid || s.ValueBytes == nil || *s.ValueBytes != want || s.Source != source {
-		t.Errorf("%s: state %s value %v source %s; want valid %d %s", s.Metric, s.State, s.ValueBytes, s.Source, want, source)
+	if v := sampleValue(s); s.State != artifact.SampleValid || v == nil || *v != want || s.Source != source {
+		t.Errorf("%s: state %s value %v source %s; want valid %d %s", s.Metric, s.State, v, s.Source, want, source)
 	}
 }
 
@@ -125,6 +149,7 @@ func gpuFake() *gpu.Fake {
 		UUIDValue: "GPU-aaaa",
 		Mem:       gpu.Memory{TotalBytes: 80 << 30, UsedBytes: 50 << 30, ReservedBytes: u64(512 << 20), FreeBytes: 80<<30 - 50<<30 - 512<<20},
 		Procs:     []gpu.Process{{PID: 1}, {PID: 4242, UsedBytes: u64(48 << 30)}},
+		EnergyMJ:  7_000_000, EnergyStepMJ: 50_000, PowerMW: 500_000,
 	}}}
 }
 
@@ -156,10 +181,12 @@ func TestV2Device(t *testing.T) {
 		t.Fatal(done, err)
 	}
 	m := byMetric(t, s.samples)
-	if len(m) != 4 {
+	if len(m) != 6 {
 		t.Fatalf("%d metrics", len(m))
 	}
 	val(t, m[artifact.MetricDeviceMemoryUsedBytes], 50<<30, SourceNVMLv2)
+	val(t, m[artifact.MetricDeviceEnergyMillijoules], 7_000_000, SourceNVMLEnergy)
+	val(t, m[artifact.MetricDevicePowerMilliwatts], 500_000, SourceNVMLPower)
 	val(t, m[artifact.MetricDeviceMemoryReservedBytes], 512<<20, SourceNVMLv2)
 	val(t, m[artifact.MetricProcessGPUUsedBytes], 48<<30, SourceNVMLProcesses)
 	for _, x := range m {
@@ -182,7 +209,7 @@ func TestV1Fallback(t *testing.T) {
 	if len(s.warns) != 1 || !strings.Contains(s.warns[0], "v1") {
 		t.Errorf("want one v1 warning, got %q", s.warns)
 	}
-	m := byMetric(t, s.samples[:4])
+	m := byMetric(t, s.samples[:6])
 	used := m[artifact.MetricDeviceMemoryUsedBytes]
 	val(t, used, 51<<30, SourceNVMLv1)
 	if used.Detail == nil || !strings.Contains(*used.Detail, "includes driver-reserved") {
@@ -210,7 +237,7 @@ func TestV2UnsupportedAtCallTimeFallsBackToV1(t *testing.T) {
 			if len(s.warns) != 1 || !strings.Contains(s.warns[0], "v1") || !strings.Contains(s.warns[0], code) {
 				t.Errorf("want one v1 warning naming %q, got %q", code, s.warns)
 			}
-			for _, poll := range [][]artifact.TelemetrySample{s.samples[:4], s.samples[4:]} {
+			for _, poll := range [][]artifact.TelemetrySample{s.samples[:6], s.samples[6:]} {
 				m := byMetric(t, poll)
 				used := m[artifact.MetricDeviceMemoryUsedBytes]
 				val(t, used, 50<<30+512<<20, SourceNVMLv1) // v1's used includes the reserved 512 MiB
@@ -279,12 +306,14 @@ func TestReadErrorsAreMissing(t *testing.T) {
 	f.Set(func() {
 		f.Devices[0].MemErr = errors.New("nvml: GPU is lost")
 		f.Devices[0].ProcsErr = errors.New("nvml: unknown error")
+		f.Devices[0].EnergyErr = errors.New("nvml: GPU is lost")
+		f.Devices[0].PowerErr = errors.New("nvml: GPU is lost")
 	})
 	if _, done, err := c.Poll(context.Background()); done || err != nil {
 		t.Fatal(done, err)
 	}
 	m := byMetric(t, s.samples)
-	if len(m) != 4 {
+	if len(m) != 6 {
 		t.Fatalf("%d metrics", len(m))
 	}
 	for _, x := range m {
@@ -297,7 +326,9 @@ func TestReadErrorsAreMissing(t *testing.T) {
 	}
 	// Collection continues and recovers.
 	p.rssErr = nil
-	f.Set(func() { f.Devices[0].MemErr, f.Devices[0].ProcsErr = nil, nil })
+	f.Set(func() {
+		f.Devices[0].MemErr, f.Devices[0].ProcsErr, f.Devices[0].EnergyErr, f.Devices[0].PowerErr = nil, nil, nil, nil
+	})
 	s.samples = nil
 	if _, _, err := c.Poll(context.Background()); err != nil {
 		t.Fatal(err)

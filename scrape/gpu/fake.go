@@ -43,6 +43,16 @@ type FakeDevice struct {
 	// Procs is returned by ComputeProcesses; ProcsErr instead when set.
 	Procs    []Process
 	ProcsErr error
+	// EnergyMJ is the energy counter EnergyMillijoules reads (mJ); EnergyErr
+	// instead when set (wrap ErrUnsupported for a GPU without the counter).
+	// EnergyStepMJ is added to EnergyMJ after each reading, so a polling
+	// collector sees the counter grow; set EnergyMJ lower to model a reset.
+	EnergyMJ     uint64
+	EnergyStepMJ uint64
+	EnergyErr    error
+	// PowerMW is what PowerMilliwatts reads (mW); PowerErr instead when set.
+	PowerMW  uint32
+	PowerErr error
 
 	lib *Fake
 }
@@ -187,4 +197,22 @@ func (h fakeHandle) ComputeProcesses() ([]Process, error) {
 		return nil, h.d.ProcsErr
 	}
 	return append([]Process(nil), h.d.Procs...), nil
+}
+
+func (h fakeHandle) EnergyMillijoules() (uint64, error) {
+	defer h.lock()()
+	if h.d.EnergyErr != nil {
+		return 0, h.d.EnergyErr
+	}
+	v := h.d.EnergyMJ
+	h.d.EnergyMJ += h.d.EnergyStepMJ
+	return v, nil
+}
+
+func (h fakeHandle) PowerMilliwatts() (uint32, error) {
+	defer h.lock()()
+	if h.d.PowerErr != nil {
+		return 0, h.d.PowerErr
+	}
+	return h.d.PowerMW, nil
 }

@@ -1,7 +1,8 @@
 // Package gpu is inferprobe's small view of NVIDIA's management library (NVML):
 // initialise, find a device by NVML index or by GPU/MIG UUID, read its memory
 // (the v2 call, or v1 when the driver lacks v2 or v2 answers NOT_SUPPORTED or
-// FUNCTION_NOT_FOUND for the device, and the reading says so), list the processes running compute
+// FUNCTION_NOT_FOUND for the device, and the reading says so), its cumulative
+// energy counter and its power draw, list the processes running compute
 // work on it, and re-read its UUID to detect a swapped device.
 //
 // The go-nvml implementation (Open) exists only in cgo builds on Linux; every
@@ -57,6 +58,15 @@ type Device interface {
 	// ComputeProcesses lists the processes that NVML reports running compute
 	// work on the device (nvmlDeviceGetComputeRunningProcesses).
 	ComputeProcesses() ([]Process, error)
+	// EnergyMillijoules reads the GPU's total energy consumption since the
+	// driver was last loaded, in millijoules
+	// (nvmlDeviceGetTotalEnergyConsumption; Volta and newer). A driver reload
+	// resets it. Errors wrap ErrUnsupported where the GPU has no energy counter.
+	EnergyMillijoules() (uint64, error)
+	// PowerMilliwatts reads the GPU's power draw in milliwatts
+	// (nvmlDeviceGetPowerUsage). Errors wrap ErrUnsupported where the GPU does
+	// not report it.
+	PowerMilliwatts() (uint32, error)
 }
 
 // MIGInfo identifies a MIG instance.

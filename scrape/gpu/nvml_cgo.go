@@ -191,3 +191,19 @@ func (d *nvmlDevice) ComputeProcesses() ([]Process, error) {
 	}
 	return out, nil
 }
+
+func (d *nvmlDevice) EnergyMillijoules() (uint64, error) {
+	e, r := d.d.GetTotalEnergyConsumption()
+	if err := retErr("nvmlDeviceGetTotalEnergyConsumption", r); err != nil {
+		return 0, err
+	}
+	return e, nil
+}
+
+func (d *nvmlDevice) PowerMilliwatts() (uint32, error) {
+	p, r := d.d.GetPowerUsage()
+	if err := retErr("nvmlDeviceGetPowerUsage", r); err != nil {
+		return 0, err
+	}
+	return p, nil
+}

@@ -237,3 +237,31 @@ func TestCgoEnvSilencesNVMLDeprecations(t *testing.T) {
 		t.Errorf("with the script's flags the compiler still says %q", out)
 	}
 }
+
+// The energy counter (mJ) and power draw (mW) pass through; NOT_SUPPORTED wraps
+// ErrUnsupported.
+func TestNVMLAdapterEnergyAndPower(t *testing.T) {
+	s := mockServer(true)
+	dev := s.Devices[1].(*server.Device)
+	dev.GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) { return 123_456_789, nvml.SUCCESS }
+	dev.GetPowerUsageFunc = func() (uint32, nvml.Return) { return 612_345, nvml.SUCCESS }
+	lib := NewNVML(s)
+	if err := lib.Init(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lib.Shutdown() }()
+	d, err := lib.DeviceByIndex(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err := d.EnergyMillijoules(); err != nil || e != 123_456_789 {
+		t.Fatalf("energy %d, %v", e, err)
+	}
+	if p, err := d.PowerMilliwatts(); err != nil || p != 612_345 {
+		t.Fatalf("power %d, %v", p, err)
+	}
+	dev.GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) { return 0, nvml.ERROR_NOT_SUPPORTED }
+	if _, err := d.EnergyMillijoules(); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "nvmlDeviceGetTotalEnergyConsumption") {
+		t.Fatalf("unsupported energy: %v", err)
+	}
+}
